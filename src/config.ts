@@ -1,0 +1,130 @@
+/**
+ * Configuration comes from environment variables only (CONTRACT §9). Every variable is optional;
+ * a bad value stops start-up with a message naming the variable and what it accepts.
+ */
+export interface Config {
+  readonly port: number
+  readonly host: string
+  /** `postgres://…` → PostgreSQL server; undefined → embedded PGlite. */
+  readonly databaseUrl: string | undefined
+  readonly databasePoolSize: number
+  /** Embedded database directory, or `memory`. */
+  readonly dataDir: string
+  readonly adminEmail: string | undefined
+  readonly adminPassword: string | undefined
+  readonly jwtSecret: string | undefined
+  readonly idempotencyTtlMs: number
+  readonly errorTypeBase: string
+  readonly currency: string
+  readonly smtpUrl: string | undefined
+  readonly authRateLimit: number
+  readonly loginFailureLimit: number
+  readonly bodyLimit: number
+  readonly logLevel: string
+}
+
+export class ConfigError extends Error {
+  constructor (variable: string, accepts: string, value: string) {
+    super(`Invalid ${variable}=${JSON.stringify(value)}: expected ${accepts}`)
+    this.name = 'ConfigError'
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }
+
+/** Reads and validates the configuration, e.g. `loadConfig({ PORT: '3000' }).port === 3000`. */
+export function loadConfig (env: Env = process.env): Config {
+  const read = (name: string): string | undefined => {
+    const value = env[name]
+    return value === undefined || value.trim() === '' ? undefined : value.trim()
+  }
+
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name)
+    if (raw === undefined) return fallback
+    const value = Number(raw)
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      throw new ConfigError(name, `an integer from ${min} to ${max}`, raw)
+    }
+    return value
+  }
+
+  const duration = (name: string, fallback: string): number => {
+    const raw = read(name) ?? fallback
+    const match = /^(\d+)(ms|s|m|h|d)$/.exec(raw)
+    const value = match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0
+    if (value <= 0) throw new ConfigError(name, 'a positive duration such as 90s, 15m, 24h or 7d', raw)
+    return value
+  }
+
+  const size = (name: string, fallback: string): number => {
+    const raw = (read(name) ?? fallback).toLowerCase()
+    const match = /^(\d+)(b|kb|mb|gb)?$/.exec(raw)
+    const value = match ? Number(match[1]) * SIZE_UNITS[match[2] ?? 'b']! : 0
+    if (value <= 0) throw new ConfigError(name, 'a positive size such as 1048576, 512kb or 1mb', raw)
+    return value
+  }
+
+  const url = (name: string, protocols: string[]): string | undefined => {
+    const raw = read(name)
+    if (raw === undefined) return undefined
+    let parsed: URL | undefined
+    try { parsed = new URL(raw) } catch { parsed = undefined }
+    if (!parsed || !protocols.includes(parsed.protocol)) {
+      throw new ConfigError(name, `a URL starting with ${protocols.map(p => `${p}//`).join(' or ')}`, raw)
+    }
+    return raw
+  }
+
+  const oneOf = (name: string, fallback: string, choices: string[]): string => {
+    const raw = read(name) ?? fallback
+    if (!choices.includes(raw)) throw new ConfigError(name, `one of ${choices.join(', ')}`, raw)
+    return raw
+  }
+
+  const adminEmail = read('ADMIN_EMAIL')
+  const adminPassword = env.ADMIN_PASSWORD === '' ? undefined : env.ADMIN_PASSWORD
+  if (adminEmail !== undefined && !/^[^\s@]+@[^\s@]+$/.test(adminEmail)) {
+    throw new ConfigError('ADMIN_EMAIL', 'an email address', adminEmail)
+  }
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    const missing = adminEmail === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'
+    throw new ConfigError(missing, 'to be set together with ' + (missing === 'ADMIN_EMAIL' ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'), '')
+  }
+  if (adminPassword !== undefined && (adminPassword.length < 8 || adminPassword.length > 128)) {
+    throw new ConfigError('ADMIN_PASSWORD', 'a password of 8 to 128 characters', '<hidden>')
+  }
+
+  const jwtSecret = env.JWT_SECRET === '' ? undefined : env.JWT_SECRET
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET', 'a secret of at least 32 bytes', '<hidden>')
+  }
+
+  const currency = read('CURRENCY') ?? 'USD'
+  if (!/^[A-Z]{3}$/.test(currency)) throw new ConfigError('CURRENCY', 'an ISO 4217 code such as USD or EUR', currency)
+
+  const errorTypeBase = url('ERROR_TYPE_BASE', ['http:', 'https:']) ?? 'https://api.example.com'
+
+  return Object.freeze({
+    port: integer('PORT', 8080, 0, 65535),
+    host: read('HOST') ?? '0.0.0.0',
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
+    dataDir: read('DATA_DIR') ?? './data',
+    adminEmail,
+    adminPassword,
+    jwtSecret,
+    idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h'),
+    errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
+    currency,
+    smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
+    authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
+    loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
+    bodyLimit: size('BODY_LIMIT', '1mb'),
+    logLevel: oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+  })
+}

@@ -1,0 +1,63 @@
+import { mkdir } from 'node:fs/promises'
+import { Kysely, Migrator, PostgresDialect, type MigrationProvider } from 'kysely'
+import pg from 'pg'
+import type { Config } from '../config.js'
+import { migrations } from '../migrations/index.js'
+import { PGliteDialect } from './pglite-dialect.js'
+import type { Database, Db } from './schema.js'
+
+export interface DatabaseHandle {
+  readonly db: Db
+  /** `postgres` for a server given by DATABASE_URL, `pglite` for the embedded database. */
+  readonly kind: 'postgres' | 'pglite'
+  close (): Promise<void>
+}
+
+const INT8_OID = 20
+// bigint columns (ids, money in minor units) arrive as JS numbers: every value we store stays
+// below 2^53 (ids come from sequences; amounts are bounded by the schemas).
+const parseInt8 = (value: string) => Number(value)
+
+/**
+ * Opens the database named by the configuration: PostgreSQL when `DATABASE_URL` is set, otherwise
+ * embedded PGlite in `DATA_DIR` (`memory` keeps nothing).
+ */
+export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): Promise<DatabaseHandle> {
+  if (config.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: config.databaseUrl,
+      max: config.databasePoolSize,
+      connectionTimeoutMillis: 5_000,
+      application_name: 'order-service',
+      types: {
+        getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+          oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+      },
+    })
+    // An idle client losing its server must not crash the process; the next query reports it.
+    pool.on('error', () => {})
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    return { db, kind: 'postgres', close: () => db.destroy() }
+  }
+
+  const { PGlite } = await import('@electric-sql/pglite')
+  const inMemory = config.dataDir === 'memory'
+  if (!inMemory) await mkdir(config.dataDir, { recursive: true })
+  const pglite = new PGlite(inMemory ? undefined : config.dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
+  return { db, kind: 'pglite', close: () => db.destroy() }
+}
+
+const provider: MigrationProvider = { getMigrations: async () => migrations }
+
+/**
+ * Applies pending migrations. Kysely's migrator holds a PostgreSQL advisory lock while it runs,
+ * so instances starting together apply each migration once and wait for each other.
+ */
+export async function migrate (db: Db): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest()
+  if (error) {
+    const failed = results?.find(result => result.status === 'Error')
+    throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`, { cause: error })
+  }
+}

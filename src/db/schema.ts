@@ -1,0 +1,25 @@
+import { sql, type Kysely, type Transaction } from 'kysely'
+import type { ProductsTable } from '../catalog/table.js'
+import type { IdempotencyKeysTable } from '../idempotency/table.js'
+import type { MembersTable } from '../members/table.js'
+import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
+
+/** Every table, as Kysely sees it (snake_case rows; features map them to API shapes). */
+export interface Database {
+  settings: { key: string, value: string }
+  members: MembersTable
+  products: ProductsTable
+  orders: OrdersTable
+  order_items: OrderItemsTable
+  order_history: OrderHistoryTable
+  idempotency_keys: IdempotencyKeysTable
+}
+
+export type Db = Kysely<Database>
+export type Tx = Transaction<Database>
+
+/**
+ * A path id as a bigint parameter. Path ids are validated digits up to 2^63−1, which may exceed
+ * what a JS number holds exactly, so they travel to PostgreSQL as text and are cast there.
+ */
+export const idValue = (id: string | number) => sql<number>`cast(${String(id)} as bigint)`

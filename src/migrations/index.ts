@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely'
+import * as initial from './2026-11-22-01-initial.js'
+
+/** Every migration, in order. Names sort by date; a landed migration is never edited. */
+export const migrations: Record<string, Migration> = {
+  '2026-11-22-01-initial': initial,
+}
