@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Role } from '../members/schemas.js'
+import { ApiError } from './errors.js'
+
+/**
+ * Every route declares who may call it (`config: { access }`), and one `onRequest` hook enforces it:
+ * - `public`: anyone; an invalid credential is ignored (the caller is anonymous);
+ * - `member`: any authenticated caller;
+ * - `owner`: an authenticated caller; the use case then checks ownership (`assertOwner`) after
+ *   loading the resource, because ownership is a property of the resource (CONTRACT §10 order);
+ * - `admin`: the ADMIN role.
+ */
+export const ACCESS_RULES = ['public', 'member', 'owner', 'admin'] as const
+export type Access = typeof ACCESS_RULES[number]
+
+export interface Principal {
+  readonly memberId: number
+  readonly role: Role
+  readonly sessionId: string
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+/** Resolves the caller's credential: null when none was sent; throws UNAUTHORIZED when it is invalid. */
+export type Authenticator = (request: FastifyRequest) => Promise<Principal | null>
+
+const REALM = 'Bearer realm="order-service"'
+
+export function unauthorized (detail: string, invalidToken = true): ApiError {
+  return new ApiError('UNAUTHORIZED', detail, {
+    headers: { 'WWW-Authenticate': invalidToken ? `${REALM}, error="invalid_token"` : REALM },
+  })
+}
+
+export function registerAccessRules (app: FastifyInstance, authenticate: Authenticator): void {
+  app.decorateRequest('principal', null)
+
+  // A route without a rule cannot be registered: the service refuses to start.
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access
+    if (!access || !(ACCESS_RULES as readonly string[]).includes(access)) {
+      throw new Error(`Route ${String(route.method)} ${route.url} declares no access rule (config.access)`)
+    }
+  })
+
+  app.addHook('onRequest', async (request) => {
+    if (request.is404) return
+    const access = request.routeOptions.config.access
+    if (access === 'public') {
+      request.principal = await authenticate(request).catch(() => null)
+      return
+    }
+    const principal = await authenticate(request)
+    if (!principal) throw unauthorized('Authentication is required: send Authorization: Bearer <access token>.', false)
+    request.principal = principal
+    if (access === 'admin' && principal.role !== 'ADMIN') {
+      throw new ApiError('ACCESS_DENIED', 'This operation requires the ADMIN role.')
+    }
+  })
+}
+
+/** The authenticated caller of a non-public route. */
+export function principalOf (request: FastifyRequest): Principal {
+  if (!request.principal) throw unauthorized('Authentication is required.', false)
+  return request.principal
+}
+
+export const isAdmin = (principal: Principal) => principal.role === 'ADMIN'
+
+/** Throws ACCESS_DENIED unless the caller owns the resource or is an admin. */
+export function assertOwnerOrAdmin (principal: Principal, ownerId: number, what: string): void {
+  if (principal.memberId !== ownerId && !isAdmin(principal)) {
+    throw new ApiError('ACCESS_DENIED', `Only the owner of this ${what} or an admin may do this.`)
+  }
+}

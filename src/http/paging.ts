@@ -1,0 +1,63 @@
+import { invalidParam } from './errors.js'
+
+/** A position in a newest-first list: the last row's creation time and id. */
+export interface KeysetPosition {
+  createdAt: Date
+  id: number
+}
+
+/** Opaque to clients: base64url of `[createdAt ISO, id]`. */
+export function encodeCursor (position: KeysetPosition): string {
+  return Buffer.from(JSON.stringify([position.createdAt.toISOString(), position.id])).toString('base64url')
+}
+
+export function decodeCursor (cursor: string): KeysetPosition {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[]
+    const date = new Date(String(createdAt))
+    if (typeof createdAt === 'string' && !Number.isNaN(date.getTime()) && Number.isSafeInteger(id) && (id as number) > 0) {
+      return { createdAt: date, id: id as number }
+    }
+  } catch {}
+  throw invalidParam('cursor', 'is not a cursor this API issued; pass the nextCursor of the previous slice')
+}
+
+export interface SliceRequest {
+  size: number
+  cursor?: string | undefined
+  page?: number | undefined
+}
+
+/** Either a keyset position (cursor) or an offset (page); both at once is a 400 naming `cursor`. */
+export function sliceWindow (query: SliceRequest): { after?: KeysetPosition, offset: number, limit: number } {
+  if (query.cursor !== undefined && query.page !== undefined) {
+    throw invalidParam('cursor', 'cannot be combined with page; send one of them')
+  }
+  const limit = query.size + 1 // one extra row tells whether there is a next slice
+  if (query.cursor !== undefined) return { after: decodeCursor(query.cursor), offset: 0, limit }
+  return { offset: (query.page ?? 0) * query.size, limit }
+}
+
+/** Builds the slice shape from up to `size + 1` rows fetched in list order. */
+export function toSlice<Row extends { created_at: Date, id: number }, Item> (
+  rows: Row[], size: number, toItem: (row: Row) => Item
+): { content: Item[], size: number, hasNext: boolean, nextCursor: string | null } {
+  const hasNext = rows.length > size
+  const page = hasNext ? rows.slice(0, size) : rows
+  const last = page.at(-1)
+  return {
+    content: page.map(toItem),
+    size,
+    hasNext,
+    nextCursor: hasNext && last ? encodeCursor({ createdAt: last.created_at, id: last.id }) : null,
+  }
+}
+
+/** Parses `A,B,C` into values of a closed set; anything else is a 400 naming `field`. */
+export function parseList<T extends string> (field: string, value: string | undefined, allowed: readonly T[]): T[] | undefined {
+  if (value === undefined) return undefined
+  const items = value.split(',').map(item => item.trim())
+  const unknown = items.filter(item => !(allowed as readonly string[]).includes(item))
+  if (unknown.length > 0) throw invalidParam(field, `must be one or more of ${allowed.join(', ')}, comma-separated`)
+  return [...new Set(items)] as T[]
+}

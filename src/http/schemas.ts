@@ -1,0 +1,74 @@
+import { Type, type TSchema } from 'typebox'
+
+/**
+ * Shared schema primitives: one definition each, used for validation, serialization and OpenAPI.
+ */
+
+/** A resource id in a body or response: a positive integer that survives a JSON number (≤ 2^53−1). */
+export const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+
+/** A path `{id}`: digits only, positive, at most 9223372036854775807 (the `id64` format). */
+export const IdParams = Type.Object({
+  id: Type.String({ format: 'id64', description: 'A positive 64-bit integer', examples: ['42'] }),
+}, { additionalProperties: false })
+
+/** RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-22T09:30:00.000Z`. */
+export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:30:00.000Z'] })
+
+/** A timestamp in a query: RFC 3339 with `Z` or an explicit offset (the `timestamp` format). */
+export const TimestampQuery = Type.String({ format: 'timestamp', examples: ['2026-11-22T09:30:00.000Z'] })
+
+/** An amount of money in minor units of the deployment's currency (cents for USD). */
+export const Money = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+
+export const Currency = Type.String({ pattern: '^[A-Z]{3}$', examples: ['USD'] })
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+/** Query of every slice (cursor) list: `size`, and `cursor` or `page`. */
+export const SliceQuery = {
+  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Slice size, 1..100' }),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The nextCursor of the previous slice' })),
+  page: Type.Optional(Type.Integer({ minimum: 0, description: 'Zero-based page; not together with cursor' })),
+}
+
+/** The cursor (slice) list shape, for members' own lists. */
+export const Slice = <T extends TSchema>(item: T) => Type.Object({
+  content: Type.Array(item),
+  size: Type.Integer(),
+  hasNext: Type.Boolean(),
+  nextCursor: Nullable(Type.String()),
+})
+
+/** Success envelope `{success: true, data, error: null}` around `data`. */
+export const Envelope = <T extends TSchema>(data: T) => Type.Object({
+  success: Type.Literal(true),
+  data,
+  error: Type.Null(),
+})
+
+export const InvalidParamSchema = Type.Object({
+  field: Type.String(),
+  message: Type.String(),
+})
+
+export const ProblemSchema = Type.Object({
+  type: Type.String({ format: 'uri' }),
+  title: Type.String(),
+  status: Type.Integer(),
+  detail: Type.String(),
+  instance: Type.String(),
+  code: Type.String(),
+  timestamp: Timestamp,
+  invalidParams: Type.Optional(Type.Array(InvalidParamSchema)),
+}, { $id: 'Problem' })
+
+/** Error envelope `{success: false, data: null, error}`; shared by every route's 4xx/5xx responses. */
+export const ErrorEnvelope = Type.Object({
+  success: Type.Literal(false),
+  data: Type.Null(),
+  error: Type.Ref('Problem'),
+}, { $id: 'ErrorEnvelope' })
+
+/** The success envelope's value, e.g. `reply.send(ok(order))`. */
+export const ok = <T>(data: T) => ({ success: true as const, data, error: null })

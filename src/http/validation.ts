@@ -1,0 +1,95 @@
+import { Ajv, type ErrorObject, type Options } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
+import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import { ApiError, type InvalidParam } from './errors.js'
+
+// ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
+const addFormats = addFormatsModule.default
+
+const MAX_ID = 9223372036854775807n
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
+
+function withFormats (ajv: Ajv): Ajv {
+  addFormats(ajv, ['email', 'date-time', 'uri', 'uuid'])
+  // Path ids: `^[1-9][0-9]*$` and within PostgreSQL's bigint (CONTRACT §1).
+  ajv.addFormat('id64', { type: 'string', validate: (s: string) => /^[1-9]\d{0,18}$/.test(s) && BigInt(s) <= MAX_ID })
+  // Timestamps in queries: RFC 3339 with `Z` or an explicit offset, nothing else (CONTRACT §1).
+  ajv.addFormat('timestamp', { type: 'string', validate: (s: string) => TIMESTAMP.test(s) && !Number.isNaN(Date.parse(s)) })
+  return ajv
+}
+
+const common: Options = { allErrors: true, removeAdditional: false, strict: false, messages: false }
+
+// Bodies are JSON and are taken as sent: no coercion ("1" is not an integer), no silent removal.
+const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false, useDefaults: true }))
+// Query strings and path parameters arrive as text and are coerced to the declared types.
+const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults: true }))
+
+/** One validator compiler for every route; schemas are compiled once, when the route is registered. */
+export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv
+  return ajv.compile(schema)
+}
+
+const FORMAT_MESSAGES: Record<string, string> = {
+  id64: 'must be a positive 64-bit integer',
+  timestamp: 'must be an RFC 3339 timestamp with Z or an offset, e.g. 2026-11-22T09:30:00.000Z',
+  email: 'must be an email address',
+}
+
+function message (error: ErrorObject | FastifySchemaValidationError, part: SchemaErrorDataVar): string {
+  const p = error.params as Record<string, unknown>
+  switch (error.keyword) {
+    case 'required': return 'is required'
+    case 'additionalProperties': return part === 'querystring' ? 'is not a recognised query parameter' : 'is not a recognised field'
+    case 'type': return `must be ${p.type === 'integer' ? 'an integer' : `a ${String(p.type)}`}`
+    case 'minimum': return `must be at least ${String(p.limit)}`
+    case 'maximum': return `must be at most ${String(p.limit)}`
+    case 'minLength': return p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`
+    case 'maxLength': return `must be at most ${String(p.limit)} characters`
+    case 'minItems': return p.limit === 1 ? 'must not be empty' : `must have at least ${String(p.limit)} items`
+    case 'maxItems': return `must have at most ${String(p.limit)} items`
+    case 'enum': return `must be one of ${(p.allowedValues as unknown[]).join(', ')}`
+    case 'const': return `must be ${String(p.allowedValue)}`
+    case 'format': return FORMAT_MESSAGES[String(p.format)] ?? `must be a valid ${String(p.format)}`
+    case 'pattern': return 'has an invalid format'
+    default: return 'is invalid'
+  }
+}
+
+/** `/items/0/quantity` → `items[0].quantity`. */
+function fieldOf (error: ErrorObject | FastifySchemaValidationError): string {
+  const p = error.params as Record<string, unknown>
+  const segments = error.instancePath.split('/').slice(1).map(s => s.replaceAll('~1', '/').replaceAll('~0', '~'))
+  if (error.keyword === 'required') segments.push(String(p.missingProperty))
+  if (error.keyword === 'additionalProperties') segments.push(String(p.additionalProperty))
+  return segments.reduce((field, s) => /^\d+$/.test(s) ? `${field}[${s}]` : field ? `${field}.${s}` : s, '')
+}
+
+/**
+ * Turns schema-validation failures into invalidParams: one entry per field, the first failure wins
+ * (a nullable field that fails both branches reports once).
+ */
+export function toInvalidParams (errors: ReadonlyArray<ErrorObject | FastifySchemaValidationError>, part: SchemaErrorDataVar): InvalidParam[] {
+  const byField = new Map<string, string>()
+  for (const error of errors) {
+    if (error.keyword === 'anyOf' || error.keyword === 'oneOf' || error.keyword === 'if') continue
+    const field = fieldOf(error)
+    if (!byField.has(field)) byField.set(field, message(error, part))
+  }
+  return [...byField].map(([field, message]) => ({ field, message }))
+}
+
+const PARTS: Record<SchemaErrorDataVar, string> = {
+  body: 'request body', querystring: 'query', params: 'path', headers: 'headers',
+}
+
+/** Fastify's schemaErrorFormatter: every validation failure becomes a 400 VALIDATION_FAILED. */
+export function schemaErrorFormatter (errors: FastifySchemaValidationError[], part: SchemaErrorDataVar): Error {
+  const invalidParams = toInvalidParams(errors, part)
+  if (part === 'body' && invalidParams.length === 1 && invalidParams[0]!.field === '') {
+    return new ApiError('MALFORMED_REQUEST', 'The request body must be a JSON object.')
+  }
+  return new ApiError('VALIDATION_FAILED', `The ${PARTS[part]} has invalid parameters.`, { invalidParams })
+}
