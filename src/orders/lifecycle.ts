@@ -1,0 +1,81 @@
+import type { Db } from '../db/schema.js'
+import { isAdmin, type Principal } from '../http/access.js'
+import { ApiError } from '../http/errors.js'
+import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
+import type { OrderStatus, Verb } from './schemas.js'
+import { VERB_TARGET, addressEditable, canTransition, holdsReservation, mayApply, verbFor } from './status.js'
+import { assertVisible } from './queries.js'
+import { deliveryBlocker, etagOf } from './views.js'
+
+/** What a caller asks to change; `undefined` leaves a field as it is, `null` clears it. */
+export interface OrderChangeRequest {
+  /** A verb path (`/confirm`, `/cancel`, `/delete`) or an admin step. */
+  verb?: Verb
+  /** A target status from PUT/PATCH; null or absent = unchanged. */
+  status?: OrderStatus | null
+  memo?: string | null
+  shippingAddress?: string | null
+  /** The `If-Match` header, when sent. */
+  ifMatch?: string | undefined
+}
+
+function assertIfMatch (order: OrderWithItems, ifMatch: string | undefined): void {
+  if (ifMatch === undefined) return
+  const tags = ifMatch.split(',').map(tag => tag.trim().replace(/^W\//, ''))
+  if (!tags.includes('*') && !tags.includes(etagOf(order))) {
+    throw new ApiError('PRECONDITION_FAILED', `If-Match does not match the order's current ETag ${etagOf(order)}; fetch it again.`)
+  }
+}
+
+/** The verb a request applies, after checking who may apply it and from which status. */
+function resolveVerb (order: OrderWithItems, principal: Principal, request: OrderChangeRequest): Verb | undefined {
+  const target = request.verb ? VERB_TARGET[request.verb] : (request.status ?? order.status)
+  const verb = request.verb ?? (target === order.status ? undefined : verbFor(target))
+  if (target !== order.status && verb === undefined) {
+    throw new ApiError('INVALID_ORDER_STATUS', `An order cannot be moved back to ${target}; it is ${order.status}.`)
+  }
+  if (verb === undefined) return undefined
+  if (!mayApply(verb, { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) })) {
+    throw new ApiError('ACCESS_DENIED', verb === 'confirm'
+      ? 'Only the customer who placed the order may confirm it.'
+      : `Only an admin may ${verb} an order.`)
+  }
+  if (target === order.status) return undefined // already there: nothing to do (PATCH verbs are idempotent)
+  if (!canTransition(order.status, target)) {
+    throw new ApiError('INVALID_ORDER_STATUS', `Cannot ${verb} an order that is ${order.status}.`)
+  }
+  const blocker = verb === 'deliver' ? deliveryBlocker(order) : undefined
+  if (blocker) throw new ApiError('INVALID_ORDER_STATUS', `Cannot deliver an order that is ${order.status}: ${blocker}.`)
+  return verb
+}
+
+/**
+ * Applies a change to an order in one transaction, in the contract's order of checks: visible (404),
+ * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400). A cancel
+ * or delete of an order holding stock releases it. Returns the order as it is afterwards.
+ */
+export async function changeOrder (db: Db, principal: Principal, id: string, request: OrderChangeRequest): Promise<OrderWithItems> {
+  return db.transaction().execute(async (trx) => {
+    const order = await lockOrder(trx, id)
+    assertVisible(order, principal, id)
+    assertIfMatch(order, request.ifMatch)
+    const verb = resolveVerb(order, principal, request)
+
+    const shippingAddress = request.shippingAddress === undefined ? order.shipping_address : request.shippingAddress
+    if (shippingAddress !== order.shipping_address && !addressEditable(order.status)) {
+      throw new ApiError('INVALID_ORDER_STATUS', `The shipping address cannot change once an order is ${order.status}.`)
+    }
+    const memo = request.memo === undefined ? order.memo : request.memo
+    const status = verb ? VERB_TARGET[verb] : order.status
+    if (status === order.status && memo === order.memo && shippingAddress === order.shipping_address) return order
+
+    if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
+      await releaseStock(trx, order.id)
+    }
+    const row = await updateOrder(trx, order, { status, memo, shippingAddress }, {
+      action: verb ?? 'update',
+      actor: { id: principal.memberId, role: principal.role },
+    })
+    return { ...row, items: order.items }
+  })
+}

@@ -1,0 +1,175 @@
+import { sql, type Expression, type SqlBool } from 'kysely'
+import { idValue, type Db, type Tx } from '../db/schema.js'
+import type { Role } from '../members/schemas.js'
+import type { OrderAction, OrderItem, OrderStatus } from './schemas.js'
+import type { OrderHistoryRow, OrderRow } from './table.js'
+
+export type OrderWithItems = OrderRow & { items: OrderItem[] }
+
+/** The order's items as API objects, in the order they were submitted, aggregated in the same query. */
+const itemsJson = sql<OrderItem[]>`coalesce((
+  select json_agg(json_build_object(
+    'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+  from order_items i where i.order_id = orders.id), '[]'::json)`
+
+export function findOrder (db: Db, id: string | number): Promise<OrderWithItems | undefined> {
+  return db.selectFrom('orders').selectAll().select(itemsJson.as('items'))
+    .where('id', '=', idValue(id)).executeTakeFirst()
+}
+
+/** Locks the order row for the rest of the transaction. */
+export function lockOrder (trx: Tx, id: string | number): Promise<OrderWithItems | undefined> {
+  return trx.selectFrom('orders').selectAll().select(itemsJson.as('items'))
+    .where('id', '=', idValue(id)).forUpdate('orders').executeTakeFirst()
+}
+
+export interface LockedProduct {
+  id: number
+  name: string
+  price: number
+  stock_quantity: number
+  status: string
+}
+
+/** Locks the products in id order (so concurrent orders never deadlock) and returns them. */
+export function lockProducts (trx: Tx, ids: readonly number[]): Promise<LockedProduct[]> {
+  return trx.selectFrom('products').select(['id', 'name', 'price', 'stock_quantity', 'status'])
+    .where('id', 'in', ids).orderBy('id').forUpdate().execute()
+}
+
+export function memberExists (trx: Tx, id: number): Promise<boolean> {
+  return trx.selectFrom('members').select('id').where('id', '=', id).executeTakeFirst().then(row => row !== undefined)
+}
+
+export interface NewOrder {
+  customerId: number
+  currency: string
+  totalAmount: number
+  shippingAddress: string | null
+  memo: string | null
+  items: ReadonlyArray<{ productId: number, productName: string, quantity: number, unitPrice: number, lineTotal: number }>
+  actor: { id: number, role: Role }
+}
+
+/**
+ * Reserves the stock, inserts the order, its items and its first history entry: one statement.
+ * The caller has locked the products and checked the stock.
+ */
+export async function insertOrder (trx: Tx, order: NewOrder): Promise<OrderRow> {
+  const values = sql.join(order.items.map((item, position) =>
+    sql`(${position}::smallint, ${item.productId}::bigint, ${item.productName}::text, ${item.quantity}::integer, ${item.unitPrice}::bigint, ${item.lineTotal}::bigint)`))
+  const { rows } = await sql<OrderRow>`
+    with v (position, product_id, product_name, quantity, unit_price, line_total) as (values ${values}),
+    stock as (
+      update products p set stock_quantity = p.stock_quantity - v.quantity, updated_at = now()
+      from v where p.id = v.product_id
+    ),
+    o as (
+      insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo)
+      values (${order.customerId}, 'PLACED', ${order.totalAmount}, ${order.currency}, ${order.items.length},
+              ${order.shippingAddress}, ${order.memo})
+      returning *
+    ),
+    items as (
+      insert into order_items (order_id, position, product_id, product_name, quantity, unit_price, line_total)
+      select o.id, v.position, v.product_id, v.product_name, v.quantity, v.unit_price, v.line_total from o, v
+    ),
+    history as (
+      insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
+      select o.id, null, 'PLACED', 'create', ${order.actor.id}, ${order.actor.role} from o
+    )
+    select * from o`.execute(trx)
+  return rows[0]!
+}
+
+/** Gives an order's reserved stock back, locking the products in id order. */
+export async function releaseStock (trx: Tx, orderId: number): Promise<void> {
+  await sql`
+    select p.id from products p
+    where p.id in (select product_id from order_items where order_id = ${orderId})
+    order by p.id for update`.execute(trx)
+  await sql`
+    update products p set stock_quantity = p.stock_quantity + i.quantity, updated_at = now()
+    from order_items i where i.order_id = ${orderId} and p.id = i.product_id`.execute(trx)
+}
+
+export interface OrderChange {
+  status: OrderStatus
+  memo: string | null
+  shippingAddress: string | null
+}
+
+/** Writes the new state, bumps the version and records the history entry. */
+export async function updateOrder (
+  trx: Tx,
+  order: OrderRow,
+  change: OrderChange,
+  history: { action: OrderAction, actor: { id: number, role: Role } }
+): Promise<OrderRow> {
+  const row = await trx.updateTable('orders')
+    .set({
+      status: change.status,
+      memo: change.memo,
+      shipping_address: change.shippingAddress,
+      version: sql<number>`version + 1`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where('id', '=', order.id)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+  await trx.insertInto('order_history').values({
+    order_id: order.id,
+    from_status: order.status,
+    to_status: change.status,
+    action: history.action,
+    actor_id: history.actor.id,
+    actor_role: history.actor.role,
+  }).execute()
+  return row
+}
+
+export function findHistory (db: Db, orderId: number): Promise<OrderHistoryRow[]> {
+  return db.selectFrom('order_history').selectAll().where('order_id', '=', orderId).orderBy('id').execute()
+}
+
+export interface OrderListFilter {
+  customerId: number
+  statuses?: readonly OrderStatus[]
+  createdFrom?: Date
+  createdTo?: Date
+  minTotal?: number
+  maxTotal?: number
+  productId?: number
+  /** Keyset position: rows strictly after it in (created_at desc, id desc) order. */
+  after?: { createdAt: Date, id: number }
+  offset?: number
+  limit: number
+}
+
+/** A customer's orders, newest first, soft-deleted ones excluded; served by orders_customer_created_idx. */
+export function listOrders (db: Db, filter: OrderListFilter): Promise<OrderRow[]> {
+  return db.selectFrom('orders').selectAll()
+    .where('customer_id', '=', filter.customerId)
+    .where('status', '<>', 'DELETED')
+    .where(eb => {
+      const conditions: Array<Expression<SqlBool>> = []
+      if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses))
+      if (filter.createdFrom) conditions.push(eb('created_at', '>=', filter.createdFrom))
+      if (filter.createdTo) conditions.push(eb('created_at', '<', filter.createdTo))
+      if (filter.minTotal !== undefined) conditions.push(eb('total_amount', '>=', filter.minTotal))
+      if (filter.maxTotal !== undefined) conditions.push(eb('total_amount', '<=', filter.maxTotal))
+      if (filter.productId !== undefined) {
+        conditions.push(eb.exists(eb.selectFrom('order_items').select(sql`1`.as('one'))
+          .whereRef('order_items.order_id', '=', 'orders.id').where('order_items.product_id', '=', filter.productId!)))
+      }
+      if (filter.after) {
+        conditions.push(eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(filter.after.createdAt, filter.after.id)))
+      }
+      return eb.and(conditions)
+    })
+    .orderBy('created_at', 'desc').orderBy('id', 'desc')
+    .limit(filter.limit)
+    .offset(filter.offset ?? 0)
+    .execute()
+}

@@ -1,0 +1,151 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { principalOf } from '../http/access.js'
+import { invalidParam } from '../http/errors.js'
+import { Envelope, IdParams, Slice, ok } from '../http/schemas.js'
+import { idempotencyKeyOf } from '../idempotency/service.js'
+import { changeOrder } from './lifecycle.js'
+import { getOrder, getOrderHistory, listOwnOrders } from './queries.js'
+import {
+  CreateOrderBody, CreateOrderHeaders, HistoryEntry, IfMatchHeaders, OrderDetail, OrderItem, OrderListQuery,
+  OrderSearchQuery, OrderSummary, PatchOrderBody, PutOrderBody, type Verb,
+} from './schemas.js'
+import { createOrder } from './service.js'
+import { etagOf, toOrderDetail } from './views.js'
+
+export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const tags = ['orders']
+
+  app.post('/api/v1/orders', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'Place an order',
+      description: 'Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.',
+      headers: CreateOrderHeaders,
+      body: CreateOrderBody,
+      response: { 200: Envelope(OrderDetail), 201: Envelope(OrderDetail) },
+    },
+  }, async (request, reply) => {
+    const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
+    const created = await createOrder(app.db, app.config, principalOf(request), request.body, key)
+    if (created.replayed) reply.header('Idempotent-Replayed', 'true')
+    return reply.code(created.replayed ? 200 : 201).header('Location', created.location).send(ok(created.order))
+  })
+
+  app.get('/api/v1/orders', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'List my orders, newest first',
+      querystring: OrderListQuery,
+      response: { 200: Envelope(Slice(OrderSummary)) },
+    },
+  }, async (request) => ok(await listOwnOrders(app.db, principalOf(request), request.query)))
+
+  app.get('/api/v1/orders/search', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'Search my orders',
+      querystring: OrderSearchQuery,
+      response: { 200: Envelope(Slice(OrderSummary)) },
+    },
+  }, async (request) => ok(await listOwnOrders(app.db, principalOf(request), request.query)))
+
+  app.get('/api/v1/orders/:id', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: 'Get an order',
+      params: IdParams,
+      response: { 200: Envelope(OrderDetail) },
+    },
+  }, async (request, reply) => {
+    const principal = principalOf(request)
+    const order = await getOrder(app.db, principal, request.params.id)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+  })
+
+  app.get('/api/v1/orders/:id/items', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: "List an order's items",
+      params: IdParams,
+      response: { 200: Envelope(Type.Array(OrderItem)) },
+    },
+  }, async (request) => ok((await getOrder(app.db, principalOf(request), request.params.id)).items))
+
+  app.get('/api/v1/orders/:id/history', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: "An order's status changes, oldest first",
+      params: IdParams,
+      response: { 200: Envelope(Type.Array(HistoryEntry)) },
+    },
+  }, async (request) => ok(await getOrderHistory(app.db, principalOf(request), request.params.id)))
+
+  const verbs: Array<[Verb, string]> = [
+    ['confirm', 'Confirm an order (its customer only)'],
+    ['cancel', 'Cancel an order and release its stock'],
+    ['delete', 'Soft-delete an order (cancelling it first if it is active)'],
+  ]
+  for (const [verb, summary] of verbs) {
+    app.patch(`/api/v1/orders/:id/${verb}`, {
+      config: { access: 'owner' },
+      schema: {
+        tags,
+        summary,
+        description: 'No request body. Applying a verb to an order already in its target state changes nothing.',
+        params: IdParams,
+        response: { 200: Envelope(Type.Null()) },
+      },
+    }, async (request) => {
+      await changeOrder(app.db, principalOf(request), request.params.id, { verb })
+      return ok(null)
+    })
+  }
+
+  app.put('/api/v1/orders/:id', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: "Replace an order's status, memo and shipping address",
+      params: IdParams,
+      headers: IfMatchHeaders,
+      body: PutOrderBody,
+      response: { 200: Envelope(OrderDetail) },
+    },
+  }, async (request, reply) => {
+    const principal = principalOf(request)
+    const order = await changeOrder(app.db, principal, request.params.id, {
+      ...request.body,
+      ifMatch: request.headers['if-match'],
+    })
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+  })
+
+  app.patch('/api/v1/orders/:id', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: "Change an order's status or memo",
+      description: 'Null or absent fields are left unchanged. `orderId` must equal the path id.',
+      params: IdParams,
+      headers: IfMatchHeaders,
+      body: PatchOrderBody,
+      response: { 200: Envelope(OrderDetail) },
+    },
+  }, async (request, reply) => {
+    const principal = principalOf(request)
+    if (String(request.body.orderId) !== request.params.id) throw invalidParam('orderId', 'must equal the order id in the path')
+    const order = await changeOrder(app.db, principal, request.params.id, {
+      status: request.body.status ?? undefined,
+      memo: request.body.memo ?? undefined,
+      ifMatch: request.headers['if-match'],
+    })
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+  })
+}

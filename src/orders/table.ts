@@ -1,0 +1,44 @@
+import type { Generated, Selectable } from 'kysely'
+import type { Role } from '../members/schemas.js'
+import type { OrderAction, OrderStatus } from './schemas.js'
+
+export interface OrdersTable {
+  id: Generated<number>
+  customer_id: number
+  status: OrderStatus
+  total_amount: number
+  currency: string
+  item_count: number
+  shipping_address: string | null
+  memo: string | null
+  payment_id: number | null
+  version: Generated<number>
+  created_at: Generated<Date>
+  updated_at: Generated<Date>
+}
+
+export interface OrderItemsTable {
+  order_id: number
+  /** The item's place in the order as it was submitted, from 0. */
+  position: number
+  product_id: number
+  product_name: string
+  quantity: number
+  unit_price: number
+  line_total: number
+}
+
+export interface OrderHistoryTable {
+  id: Generated<number>
+  order_id: number
+  from_status: OrderStatus | null
+  to_status: OrderStatus
+  action: OrderAction
+  actor_id: number
+  actor_role: Role
+  at: Generated<Date>
+}
+
+export type OrderRow = Selectable<OrdersTable>
+export type OrderItemRow = Selectable<OrderItemsTable>
+export type OrderHistoryRow = Selectable<OrderHistoryTable>

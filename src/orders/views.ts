@@ -1,0 +1,65 @@
+import { isAdmin, type Principal } from '../http/access.js'
+import type { OrderWithItems } from './repository.js'
+import type { HistoryEntry, OrderDetail, OrderSummary, Verb } from './schemas.js'
+import { VERB_TARGET, canTransition, mayApply } from './status.js'
+import type { OrderHistoryRow, OrderRow } from './table.js'
+
+const VERBS = Object.keys(VERB_TARGET) as Verb[]
+
+/** Delivery needs a captured payment; until an order has one, deliver is refused. */
+export function deliveryBlocker (order: OrderRow): string | undefined {
+  return order.payment_id === null ? 'the order has no completed payment' : undefined
+}
+
+/** The verbs this caller may apply to the order now (ones that would change it). */
+export function allowedActions (order: OrderRow, principal: Principal): Verb[] {
+  const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
+  return VERBS.filter(verb =>
+    mayApply(verb, caller) &&
+    canTransition(order.status, VERB_TARGET[verb]) &&
+    (verb !== 'deliver' || deliveryBlocker(order) === undefined))
+}
+
+/** The strong ETag of an order version. */
+export const etagOf = (order: OrderRow) => `"${order.version}"`
+
+export function toOrderDetail (order: OrderWithItems, principal: Principal): OrderDetail {
+  return {
+    orderId: order.id,
+    customerId: order.customer_id,
+    status: order.status,
+    items: order.items,
+    totalAmount: order.total_amount,
+    currency: order.currency,
+    shippingAddress: order.shipping_address,
+    memo: order.memo,
+    paymentId: order.payment_id,
+    version: order.version,
+    allowedActions: allowedActions(order, principal),
+    createdAt: order.created_at.toISOString(),
+    updatedAt: order.updated_at.toISOString(),
+  }
+}
+
+export function toOrderSummary (order: OrderRow): OrderSummary {
+  return {
+    orderId: order.id,
+    customerId: order.customer_id,
+    status: order.status,
+    itemCount: order.item_count,
+    totalAmount: order.total_amount,
+    currency: order.currency,
+    createdAt: order.created_at.toISOString(),
+  }
+}
+
+export function toHistoryEntry (row: OrderHistoryRow): HistoryEntry {
+  return {
+    from: row.from_status,
+    to: row.to_status,
+    action: row.action,
+    actorId: row.actor_id,
+    actorRole: row.actor_role,
+    at: row.at.toISOString(),
+  }
+}
