@@ -1,0 +1,84 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { authRoutes } from './auth/routes.js'
+import { bearerAuthenticator } from './auth/service.js'
+import { AccessTokens, loadSigningKey } from './auth/tokens.js'
+import { adminProductRoutes } from './catalog/admin-routes.js'
+import { productRoutes } from './catalog/routes.js'
+import type { Config } from './config.js'
+import { migrate, openDatabase, type DatabaseHandle } from './db/database.js'
+import type { Db } from './db/schema.js'
+import { registerAccessRules } from './http/access.js'
+import { collectRoutes, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
+import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
+import { purgeExpiredKeys } from './idempotency/service.js'
+import { memberRoutes } from './members/routes.js'
+import { bootstrapAdmin } from './members/service.js'
+import { registerOpenApi } from './ops/openapi.js'
+import { opsRoutes } from './ops/routes.js'
+import { orderRoutes } from './orders/routes.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    db: Db
+    config: Config
+  }
+}
+
+export interface BuildOptions {
+  /** An already open database (tests share one across apps); the app then leaves it open on close. */
+  database?: DatabaseHandle
+  /** Pino logger options; defaults to JSON logs at `LOG_LEVEL`. */
+  logger?: boolean | object
+}
+
+/** How often expired idempotency keys are purged. */
+const PURGE_INTERVAL_MS = 10 * 60 * 1000
+
+/**
+ * Assembles the service: database (migrated), wire rules, access rules, features, error handling.
+ * Tests call it and use `inject`; `server.ts` calls it and listens.
+ */
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: config.bodyLimit,
+    schemaErrorFormatter,
+    ajv: { customOptions: { removeAdditional: false } },
+    routerOptions: { ignoreTrailingSlash: false },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  app.setValidatorCompiler(validatorCompiler)
+
+  const database = options.database ?? await openDatabase(config)
+  if (!options.database) app.addHook('onClose', () => database.close())
+  await migrate(database.db)
+  app.decorate('db', database.db)
+  app.decorate('config', config)
+
+  const tokens = new AccessTokens(await loadSigningKey(database.db, config))
+  const admin = await bootstrapAdmin(database.db, config)
+  if (admin === 'created') app.log.info({ email: config.adminEmail }, 'created the first admin')
+
+  // Request bodies are JSON only: text/plain and everything else is 415.
+  app.removeContentTypeParser('text/plain')
+  registerErrorHandling(app, config)
+  const routes = collectRoutes(app)
+  registerAccessRules(app, bearerAuthenticator(tokens))
+  await registerOpenApi(app)
+
+  await app.register(opsRoutes)
+  await app.register(memberRoutes)
+  await app.register(authRoutes, { tokens })
+  await app.register(productRoutes)
+  await app.register(adminProductRoutes)
+  await app.register(orderRoutes)
+  registerMethodNotAllowed(app, routes)
+
+  const purge = setInterval(() => {
+    purgeExpiredKeys(database.db).catch(error => app.log.warn({ err: error }, 'idempotency key purge failed'))
+  }, Math.min(PURGE_INTERVAL_MS, config.idempotencyTtlMs))
+  purge.unref()
+  app.addHook('onClose', async () => clearInterval(purge))
+
+  return app
+}
