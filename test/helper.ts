@@ -1,0 +1,218 @@
+import { randomBytes } from 'node:crypto'
+import { after, before, beforeEach, describe } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import { sql } from 'kysely'
+import { buildApp } from '../src/app.js'
+import { loadConfig, type Config } from '../src/config.js'
+import { openDatabase, type DatabaseHandle } from '../src/db/database.js'
+import { bootstrapAdmin } from '../src/members/service.js'
+
+export const ADMIN = { email: 'admin@example.com', password: 'admin-password' }
+
+/** Where storage tests run: embedded PGlite always, and PostgreSQL when TEST_DATABASE_URL is set. */
+export type Backend = 'pglite' | 'postgres'
+export const BACKENDS: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+
+export function testConfig (env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATA_DIR: 'memory',
+    LOG_LEVEL: 'silent',
+    ADMIN_EMAIL: ADMIN.email,
+    ADMIN_PASSWORD: ADMIN.password,
+    ...env,
+  })
+}
+
+/**
+ * A fresh database for one test file: an in-memory PGlite, or a scratch database on the
+ * TEST_DATABASE_URL server that is dropped when the handle closes.
+ */
+export async function createTestDatabase (backend: Backend): Promise<DatabaseHandle & { url?: string }> {
+  if (backend === 'pglite') return openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1 })
+  const serverUrl = process.env.TEST_DATABASE_URL!
+  const name = `order_test_${process.pid}_${randomBytes(4).toString('hex')}`
+  const adminClient = new pg.Client({ connectionString: serverUrl })
+  await adminClient.connect()
+  await adminClient.query(`create database ${name}`)
+  await adminClient.end()
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  const handle = await openDatabase({ databaseUrl: url.toString(), databasePoolSize: 30, dataDir: 'memory' })
+  return {
+    ...handle,
+    url: url.toString(),
+    async close () {
+      await handle.close()
+      const client = new pg.Client({ connectionString: serverUrl })
+      await client.connect()
+      await client.query(`drop database if exists ${name} with (force)`)
+      await client.end()
+    },
+  }
+}
+
+const TABLES = ['idempotency_keys', 'order_history', 'order_items', 'orders', 'products']
+
+/** Empties every table but keeps the admin (and the signing key), so tests start from the same state. */
+export async function resetDatabase (app: FastifyInstance): Promise<void> {
+  await sql`truncate ${sql.join(TABLES.map(t => sql.table(t)))} restart identity cascade`.execute(app.db)
+  await app.db.deleteFrom('members').where(sql`lower(email)`, '<>', ADMIN.email).execute()
+  await bootstrapAdmin(app.db, app.config)
+}
+
+export interface Member {
+  id: number
+  email: string
+  token: string
+  headers: { authorization: string }
+}
+
+/** The test's view of the running service: the app plus shortcuts that go through real HTTP. */
+export class Api {
+  constructor (readonly app: FastifyInstance) {}
+
+  inject (options: InjectOptions): Promise<LightMyRequestResponse> {
+    return this.app.inject(options)
+  }
+
+  async login (email: string, password: string): Promise<Member> {
+    const res = await this.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
+    assert.equal(res.statusCode, 201, res.body)
+    const token = res.json().data.accessToken as string
+    const me = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+    return { id: Number(me.sub), email, token, headers: { authorization: `Bearer ${token}` } }
+  }
+
+  admin (): Promise<Member> {
+    return this.login(ADMIN.email, ADMIN.password)
+  }
+
+  async member (name = 'member'): Promise<Member> {
+    const email = `${name}-${randomBytes(4).toString('hex')}@example.com`
+    const res = await this.inject({ method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name } })
+    assert.equal(res.statusCode, 201, res.body)
+    return this.login(email, 'correct horse')
+  }
+
+  async product (admin: Member, fields: { price?: number, stockQuantity?: number, status?: 'ACTIVE' | 'INACTIVE', name?: string } = {}) {
+    const res = await this.inject({
+      method: 'POST',
+      url: '/api/v1/admin/products',
+      headers: admin.headers,
+      payload: { name: fields.name ?? 'Coffee beans', price: fields.price ?? 1250, stockQuantity: fields.stockQuantity ?? 100, ...(fields.status ? { status: fields.status } : {}) },
+    })
+    assert.equal(res.statusCode, 201, res.body)
+    return res.json().data as { productId: number, price: number, stockQuantity: number, name: string }
+  }
+
+  async stockOf (productId: number): Promise<number> {
+    const row = await this.app.db.selectFrom('products').select('stock_quantity').where('id', '=', productId).executeTakeFirstOrThrow()
+    return row.stock_quantity
+  }
+
+  /** Places an order for `member` and returns its data. */
+  async order (member: Member, items: Array<{ productId: number, quantity: number }>, extra: Record<string, unknown> = {}) {
+    const res = await this.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      headers: member.headers,
+      payload: { customerId: member.id, items, ...extra },
+    })
+    assert.equal(res.statusCode, 201, res.body)
+    return res.json().data as { orderId: number, status: string, totalAmount: number, version: number }
+  }
+}
+
+/**
+ * Declares a suite once per backend. Each gets its own database and app, built once for the file;
+ * the database is emptied before every test.
+ */
+export function describeEachBackend (
+  title: string,
+  suite: (ctx: { readonly api: Api, readonly backend: Backend }) => void,
+  options: { env?: Record<string, string> } = {}
+): void {
+  for (const backend of BACKENDS) {
+    describe(`${title} [${backend}]`, () => {
+      let database: DatabaseHandle
+      let api: Api
+      before(async () => {
+        database = await createTestDatabase(backend)
+        api = new Api(await buildApp(testConfig(options.env), { database, logger: false }))
+      })
+      beforeEach(() => resetDatabase(api.app))
+      after(async () => {
+        await api?.app.close()
+        await database?.close()
+      })
+      suite({ get api () { return api }, backend })
+    })
+  }
+}
+
+/** The whole error body, with the volatile timestamp checked for format and then ignored. */
+export function errorBody (res: LightMyRequestResponse) {
+  assert.match(String(res.headers['content-type']), /^application\/problem\+json/)
+  const body = res.json()
+  assert.equal(body.success, false)
+  assert.equal(body.data, null)
+  assert.match(body.error.timestamp, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+  const { timestamp: _timestamp, ...error } = body.error
+  return error
+}
+
+const TITLES: Record<string, [number, string]> = {
+  VALIDATION_FAILED: [400, 'Validation Failed'],
+  MALFORMED_REQUEST: [400, 'Malformed Request'],
+  INVALID_ORDER_STATUS: [400, 'Invalid Order Status'],
+  UNAUTHORIZED: [401, 'Unauthorized'],
+  ACCESS_DENIED: [403, 'Forbidden'],
+  ACCOUNT_SUSPENDED: [403, 'Account Suspended'],
+  ORDER_NOT_FOUND: [404, 'Order Not Found'],
+  PRODUCT_NOT_FOUND: [404, 'Product Not Found'],
+  RESOURCE_NOT_FOUND: [404, 'Not Found'],
+  API_VERSION_NOT_AVAILABLE: [404, 'Not Found'],
+  METHOD_NOT_ALLOWED: [405, 'Method Not Allowed'],
+  EMAIL_ALREADY_REGISTERED: [409, 'Email Already Registered'],
+  INSUFFICIENT_STOCK: [409, 'Insufficient Stock'],
+  PRECONDITION_FAILED: [412, 'Precondition Failed'],
+  PAYLOAD_TOO_LARGE: [413, 'Payload Too Large'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'Unsupported Media Type'],
+  IDEMPOTENCY_KEY_REUSED: [422, 'Idempotency Key Reused'],
+  INTERNAL_ERROR: [500, 'Internal Server Error'],
+  SERVICE_UNAVAILABLE: [503, 'Service Unavailable'],
+}
+
+/**
+ * Asserts the status and the whole error body: code, title, status, type, instance, detail and
+ * invalidParams (present exactly when given).
+ */
+export function assertError (
+  res: LightMyRequestResponse,
+  expected: { code: string, instance: string, detail: string | RegExp, invalidParams?: Array<{ field: string, message: string | RegExp }> }
+): void {
+  const [status, title] = TITLES[expected.code] ?? assert.fail(`no title known for ${expected.code}`)
+  assert.equal(res.statusCode, status, res.body)
+  const { detail, invalidParams, ...rest } = errorBody(res)
+  assert.deepEqual(rest, {
+    type: `https://api.example.com/errors/${expected.code.toLowerCase().replaceAll('_', '-')}`,
+    title,
+    status,
+    instance: expected.instance,
+    code: expected.code,
+  })
+  if (expected.detail instanceof RegExp) assert.match(detail, expected.detail)
+  else assert.equal(detail, expected.detail)
+  if (expected.invalidParams === undefined) {
+    assert.equal(invalidParams, undefined, 'invalidParams is present only on VALIDATION_FAILED')
+    return
+  }
+  assert.equal(invalidParams.length, expected.invalidParams.length, JSON.stringify(invalidParams))
+  expected.invalidParams.forEach((param, i) => {
+    assert.equal(invalidParams[i].field, param.field, JSON.stringify(invalidParams))
+    if (param.message instanceof RegExp) assert.match(invalidParams[i].message, param.message)
+    else assert.equal(invalidParams[i].message, param.message)
+  })
+}

@@ -1,0 +1,171 @@
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { assertError, describeEachBackend } from '../helper.js'
+
+describeEachBackend('wire rules', (ctx) => {
+  it('wraps success in the envelope with application/json', async () => {
+    const res = await ctx.api.inject({ url: '/api/v1/health' })
+    assert.equal(res.statusCode, 200)
+    assert.match(String(res.headers['content-type']), /^application\/json/)
+    assert.deepEqual(res.json(), { success: true, data: { status: 'UP' }, error: null })
+  })
+
+  it('answers DELETE on a known path with 405 and an Allow header', async () => {
+    const admin = await ctx.api.admin()
+    const res = await ctx.api.inject({ method: 'DELETE', url: '/api/v1/orders/1', headers: admin.headers })
+    assertError(res, {
+      code: 'METHOD_NOT_ALLOWED',
+      instance: '/api/v1/orders/1',
+      detail: 'This path does not support that method; it supports GET, HEAD, PATCH, PUT.',
+    })
+    assert.equal(res.headers.allow, 'GET, HEAD, PATCH, PUT')
+  })
+
+  it('answers 405 before 401: the method is wrong whoever asks', async () => {
+    const res = await ctx.api.inject({ method: 'DELETE', url: '/api/v1/orders' })
+    assertError(res, {
+      code: 'METHOD_NOT_ALLOWED',
+      instance: '/api/v1/orders',
+      detail: 'This path does not support that method; it supports GET, HEAD, POST.',
+    })
+  })
+
+  it('answers DELETE on an unknown path with 404', async () => {
+    const res = await ctx.api.inject({ method: 'DELETE', url: '/api/v1/nothing-here' })
+    assertError(res, { code: 'RESOURCE_NOT_FOUND', instance: '/api/v1/nothing-here', detail: 'No resource at /api/v1/nothing-here.' })
+  })
+
+  it('answers an unknown route with 404 RESOURCE_NOT_FOUND, also for anonymous callers, without the query in instance', async () => {
+    const res = await ctx.api.inject({ url: '/api/v1/widgets?x=1' })
+    assertError(res, { code: 'RESOURCE_NOT_FOUND', instance: '/api/v1/widgets', detail: 'No resource at /api/v1/widgets.' })
+  })
+
+  it('reserves /api/v2 with 404 API_VERSION_NOT_AVAILABLE', async () => {
+    for (const url of ['/api/v2/orders', '/api/v2/orders/1', '/api/v2']) {
+      const res = await ctx.api.inject({ method: 'POST', url, payload: {} })
+      assertError(res, {
+        code: 'API_VERSION_NOT_AVAILABLE',
+        instance: url,
+        detail: 'API version 2 is reserved and not available; use /api/v1.',
+      })
+    }
+  })
+
+  it('refuses a body that is not application/json with 415', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: 'email=a@b.c', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    assertError(res, { code: 'UNSUPPORTED_MEDIA_TYPE', instance: '/api/v1/members', detail: 'Request bodies must be sent as application/json.' })
+    const text = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: '{}', headers: { 'content-type': 'text/plain' } })
+    assert.equal(text.statusCode, 415)
+  })
+
+  it('accepts application/json with a charset', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST',
+      url: '/api/v1/members',
+      payload: JSON.stringify({ email: 'charset@example.com', password: 'long enough', name: 'C' }),
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    })
+    assert.equal(res.statusCode, 201, res.body)
+  })
+
+  it('refuses unparseable JSON with 400 MALFORMED_REQUEST', async () => {
+    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: '{"email": ', headers: { 'content-type': 'application/json' } })
+    assertError(res, { code: 'MALFORMED_REQUEST', instance: '/api/v1/members', detail: 'The request body is not valid JSON.' })
+  })
+
+  it('refuses an empty JSON body, and a body that is not an object, with 400 MALFORMED_REQUEST', async () => {
+    const empty = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: '', headers: { 'content-type': 'application/json' } })
+    assertError(empty, { code: 'MALFORMED_REQUEST', instance: '/api/v1/members', detail: 'The request body is empty; send a JSON object.' })
+    const array = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: [1, 2] })
+    assertError(array, { code: 'MALFORMED_REQUEST', instance: '/api/v1/members', detail: 'The request body must be a JSON object.' })
+    const none = await ctx.api.inject({ method: 'POST', url: '/api/v1/members' })
+    assertError(none, { code: 'MALFORMED_REQUEST', instance: '/api/v1/members', detail: 'The request body must be a JSON object.' })
+  })
+
+  it('refuses a __proto__ key (prototype poisoning) with 400 MALFORMED_REQUEST', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: '{"__proto__": {"role": "ADMIN"}}', headers: { 'content-type': 'application/json' },
+    })
+    assertError(res, { code: 'MALFORMED_REQUEST', instance: '/api/v1/members', detail: 'The request body is not valid JSON.' })
+  })
+
+  it('refuses a body over the limit with 413', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), headers: { 'content-type': 'application/json' },
+    })
+    assertError(res, { code: 'PAYLOAD_TOO_LARGE', instance: '/api/v1/members', detail: 'The request body is larger than this service accepts.' })
+  })
+
+  it('rejects unknown body fields, naming them', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: { email: 'u@example.com', password: 'long enough', name: 'U', role: 'ADMIN' },
+    })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/members',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: 'role', message: 'is not a recognised field' }],
+    })
+  })
+
+  it('rejects unknown query parameters on every /api route, public ones included', async () => {
+    const res = await ctx.api.inject({ url: '/api/v1/health?verbose=true' })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/health',
+      detail: 'The query has invalid parameters.',
+      invalidParams: [{ field: 'verbose', message: 'is not a recognised query parameter' }],
+    })
+  })
+
+  for (const id of ['0', '-1', 'abc', '01', '1.5', '9223372036854775808', '99999999999999999999']) {
+    it(`answers path id ${id} with 400 naming id`, async () => {
+      const admin = await ctx.api.admin()
+      const res = await ctx.api.inject({ url: `/api/v1/orders/${id}`, headers: admin.headers })
+      assertError(res, {
+        code: 'VALIDATION_FAILED',
+        instance: `/api/v1/orders/${id}`,
+        detail: 'The path has invalid parameters.',
+        invalidParams: [{ field: 'id', message: 'must be a positive 64-bit integer' }],
+      })
+    })
+  }
+
+  it('answers the largest 64-bit id that does not exist with 404', async () => {
+    const admin = await ctx.api.admin()
+    const res = await ctx.api.inject({ url: '/api/v1/orders/9223372036854775807', headers: admin.headers })
+    assertError(res, { code: 'ORDER_NOT_FOUND', instance: '/api/v1/orders/9223372036854775807', detail: 'Order 9223372036854775807 does not exist.' })
+  })
+
+  it('rejects body ids above 2^53-1', async () => {
+    const member = await ctx.api.member()
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/orders', headers: member.headers, payload: { customerId: member.id, items: [{ productId: 9007199254740992, quantity: 1 }] },
+    })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/orders',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: 'items[0].productId', message: 'must be at most 9007199254740991' }],
+    })
+  })
+
+  it('never shows a stack trace or SQL: an unexpected failure is a generic 500', async () => {
+    const admin = await ctx.api.admin()
+    // Break the database under the running app: the next order read fails inside the driver.
+    await ctx.api.app.db.schema.alterTable('orders').renameTo('orders_away').execute()
+    try {
+      const res = await ctx.api.inject({ url: '/api/v1/orders', headers: admin.headers })
+      assertError(res, {
+        code: 'INTERNAL_ERROR',
+        instance: '/api/v1/orders',
+        detail: 'An unexpected error occurred. It has been logged; please try again later.',
+      })
+      assert.doesNotMatch(res.body, /orders_away|relation|select|at .*\.ts/i)
+    } finally {
+      await ctx.api.app.db.schema.alterTable('orders_away').renameTo('orders').execute()
+    }
+  })
+})
