@@ -16,9 +16,6 @@ export interface Config {
   readonly idempotencyTtlMs: number
   readonly errorTypeBase: string
   readonly currency: string
-  readonly smtpUrl: string | undefined
-  readonly authRateLimit: number
-  readonly loginFailureLimit: number
   readonly bodyLimit: number
   readonly logLevel: string
 }
@@ -121,9 +118,6 @@ export function loadConfig (env: Env = process.env): Config {
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h'),
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,
-    smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
-    authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
-    loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
     bodyLimit: size('BODY_LIMIT', '1mb'),
     logLevel: oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
   })

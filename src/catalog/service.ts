@@ -22,9 +22,18 @@ export async function createProduct (db: Db, currency: string, body: CreateProdu
   return toProduct(await insertProduct(db, body), currency)
 }
 
+const notFound = (id: string) => new ApiError('PRODUCT_NOT_FOUND', `Product ${id} does not exist.`)
+
+/** Admin view: every product. */
+export async function getProduct (db: Db, currency: string, id: string): Promise<Product> {
+  const row = await findProduct(db, id)
+  if (!row) throw notFound(id)
+  return toProduct(row, currency)
+}
+
 /** Public view: inactive products do not exist. */
 export async function getActiveProduct (db: Db, currency: string, id: string): Promise<Product> {
   const row = await findProduct(db, id)
-  if (!row || row.status !== 'ACTIVE') throw new ApiError('PRODUCT_NOT_FOUND', `Product ${id} does not exist.`)
+  if (!row || row.status !== 'ACTIVE') throw notFound(id)
   return toProduct(row, currency)
 }

@@ -70,7 +70,7 @@ export function registerErrorHandling (app: FastifyInstance, config: Config): vo
   })
 }
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
 /**
  * Collects every route as it is registered, so that `registerMethodNotAllowed` can answer a known

@@ -1,4 +1,5 @@
 import { invalidParam } from './errors.js'
+import { DEFAULT_SLICE_SIZE } from './schemas.js'
 
 /** A position in a newest-first list: the last row's creation time and id. */
 export interface KeysetPosition {
@@ -23,19 +24,20 @@ export function decodeCursor (cursor: string): KeysetPosition {
 }
 
 export interface SliceRequest {
-  size: number
+  size?: number | undefined
   cursor?: string | undefined
   page?: number | undefined
 }
 
 /** Either a keyset position (cursor) or an offset (page); both at once is a 400 naming `cursor`. */
-export function sliceWindow (query: SliceRequest): { after?: KeysetPosition, offset: number, limit: number } {
+export function sliceWindow (query: SliceRequest): { after?: KeysetPosition, offset: number, limit: number, size: number } {
   if (query.cursor !== undefined && query.page !== undefined) {
     throw invalidParam('cursor', 'cannot be combined with page; send one of them')
   }
-  const limit = query.size + 1 // one extra row tells whether there is a next slice
-  if (query.cursor !== undefined) return { after: decodeCursor(query.cursor), offset: 0, limit }
-  return { offset: (query.page ?? 0) * query.size, limit }
+  const size = query.size ?? DEFAULT_SLICE_SIZE
+  const limit = size + 1 // one extra row tells whether there is a next slice
+  if (query.cursor !== undefined) return { after: decodeCursor(query.cursor), offset: 0, limit, size }
+  return { offset: (query.page ?? 0) * size, limit, size }
 }
 
 /** Builds the slice shape from up to `size + 1` rows fetched in list order. */

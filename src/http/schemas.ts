@@ -25,9 +25,11 @@ export const Currency = Type.String({ pattern: '^[A-Z]{3}$', examples: ['USD'] }
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+export const DEFAULT_SLICE_SIZE = 20
+
 /** Query of every slice (cursor) list: `size`, and `cursor` or `page`. */
 export const SliceQuery = {
-  size: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Slice size, 1..100' }),
+  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_SLICE_SIZE, description: 'Slice size, 1..100 (default 20)' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The nextCursor of the previous slice' })),
   page: Type.Optional(Type.Integer({ minimum: 0, description: 'Zero-based page; not together with cursor' })),
 }

@@ -8,14 +8,24 @@ import { ApiError, type InvalidParam } from './errors.js'
 const addFormats = addFormatsModule.default
 
 const MAX_ID = 9223372036854775807n
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/
+
+/** RFC 3339 `date-time` with a real calendar date and clock time (no 30 February, no hour 24). */
+function isTimestamp (value: string): boolean {
+  const m = TIMESTAMP.exec(value)
+  if (!m) return false
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 &&
+    (m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59))
+}
 
 function withFormats (ajv: Ajv): Ajv {
   addFormats(ajv, ['email', 'date-time', 'uri', 'uuid'])
   // Path ids: `^[1-9][0-9]*$` and within PostgreSQL's bigint (CONTRACT §1).
   ajv.addFormat('id64', { type: 'string', validate: (s: string) => /^[1-9]\d{0,18}$/.test(s) && BigInt(s) <= MAX_ID })
   // Timestamps in queries: RFC 3339 with `Z` or an explicit offset, nothing else (CONTRACT §1).
-  ajv.addFormat('timestamp', { type: 'string', validate: (s: string) => TIMESTAMP.test(s) && !Number.isNaN(Date.parse(s)) })
+  ajv.addFormat('timestamp', { type: 'string', validate: isTimestamp })
   return ajv
 }
 

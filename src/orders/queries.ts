@@ -32,8 +32,8 @@ export async function getOrderHistory (db: Db, principal: Principal, id: string)
  * The caller's own orders, newest first, as a slice. `GET /orders` uses the status filter only;
  * `GET /orders/search` adds dates, totals and a product.
  */
-export async function listOwnOrders (db: Db, principal: Principal, query: Partial<OrderSearchQuery> & { size: number }) {
-  const window = sliceWindow(query)
+export async function listOwnOrders (db: Db, principal: Principal, query: Partial<OrderSearchQuery>) {
+  const { size, ...window } = sliceWindow(query)
   const rows = await listOrders(db, {
     customerId: principal.memberId,
     statuses: parseList('status', query.status, ORDER_STATUSES),
@@ -44,5 +44,5 @@ export async function listOwnOrders (db: Db, principal: Principal, query: Partia
     productId: query.productId,
     ...window,
   })
-  return toSlice(rows, query.size, toOrderSummary)
+  return toSlice(rows, size, toOrderSummary)
 }
