@@ -30,6 +30,14 @@ describeEachBackend('wire rules', (ctx) => {
     })
   })
 
+  it('answers HEAD and OPTIONS on a POST-only path with 405', async () => {
+    for (const method of ['HEAD', 'OPTIONS'] as const) {
+      const res = await ctx.api.inject({ method, url: '/api/v1/members' })
+      assert.equal(res.statusCode, 405)
+      assert.equal(res.headers.allow, 'POST')
+    }
+  })
+
   it('answers DELETE on an unknown path with 404', async () => {
     const res = await ctx.api.inject({ method: 'DELETE', url: '/api/v1/nothing-here' })
     assertError(res, { code: 'RESOURCE_NOT_FOUND', instance: '/api/v1/nothing-here', detail: 'No resource at /api/v1/nothing-here.' })

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+describe('configuration', () => {
+  it('has the contract defaults when nothing is set', () => {
+    assert.deepEqual({ ...loadConfig({}) }, {
+      port: 8080,
+      host: '0.0.0.0',
+      databaseUrl: undefined,
+      databasePoolSize: 10,
+      dataDir: './data',
+      adminEmail: undefined,
+      adminPassword: undefined,
+      jwtSecret: undefined,
+      idempotencyTtlMs: 24 * 3600 * 1000,
+      errorTypeBase: 'https://api.example.com',
+      currency: 'USD',
+      bodyLimit: 1024 * 1024,
+      logLevel: 'info',
+    })
+  })
+
+  it('is frozen', () => {
+    assert.ok(Object.isFrozen(loadConfig({})))
+  })
+
+  it('reads durations, sizes and URLs', () => {
+    const config = loadConfig({
+      IDEMPOTENCY_TTL: '90s', BODY_LIMIT: '512kb', DATABASE_URL: 'postgres://u@h:5432/db', ERROR_TYPE_BASE: 'https://errors.example.org/', PORT: '3000',
+    })
+    assert.equal(config.idempotencyTtlMs, 90_000)
+    assert.equal(config.bodyLimit, 512 * 1024)
+    assert.equal(config.databaseUrl, 'postgres://u@h:5432/db')
+    assert.equal(config.errorTypeBase, 'https://errors.example.org')
+    assert.equal(config.port, 3000)
+    assert.equal(loadConfig({ IDEMPOTENCY_TTL: '15m' }).idempotencyTtlMs, 900_000)
+    assert.equal(loadConfig({ BODY_LIMIT: '2048' }).bodyLimit, 2048)
+  })
+
+  const bad: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /^Invalid PORT="abc": expected an integer from 0 to 65535$/],
+    [{ PORT: '70000' }, /^Invalid PORT="70000"/],
+    [{ DATABASE_POOL_SIZE: '0' }, /^Invalid DATABASE_POOL_SIZE="0"/],
+    [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration such as 90s, 15m, 24h or 7d$/],
+    [{ CURRENCY: 'usd' }, /^Invalid CURRENCY="usd": expected an ISO 4217 code/],
+    [{ DATABASE_URL: 'mysql://x' }, /^Invalid DATABASE_URL="mysql:\/\/x": expected a URL starting with postgres:\/\/ or postgresql:\/\/$/],
+    [{ ERROR_TYPE_BASE: 'not a url' }, /^Invalid ERROR_TYPE_BASE/],
+    [{ LOG_LEVEL: 'loud' }, /^Invalid LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent$/],
+    [{ JWT_SECRET: 'short' }, /^Invalid JWT_SECRET="<hidden>": expected a secret of at least 32 bytes$/],
+    [{ ADMIN_EMAIL: 'admin@example.com' }, /^Invalid ADMIN_PASSWORD/],
+    [{ ADMIN_PASSWORD: 'long enough' }, /^Invalid ADMIN_EMAIL/],
+    [{ ADMIN_EMAIL: 'nobody', ADMIN_PASSWORD: 'long enough' }, /^Invalid ADMIN_EMAIL="nobody"/],
+    [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /^Invalid ADMIN_PASSWORD="<hidden>"/],
+    [{ BODY_LIMIT: 'big' }, /^Invalid BODY_LIMIT="big"/],
+  ]
+  for (const [env, message] of bad) {
+    it(`refuses ${JSON.stringify(env)} with a message naming the variable`, () => {
+      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message))
+    })
+  }
+
+  it('never echoes a secret in its message', () => {
+    assert.throws(() => loadConfig({ JWT_SECRET: 'hunter2' }), (error: Error) => !error.message.includes('hunter2'))
+  })
+})

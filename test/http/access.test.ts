@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import Fastify from 'fastify'
+import { SignJWT, UnsecuredJWT } from 'jose'
+import { registerAccessRules } from '../../src/http/access.js'
+import { assertError, describeEachBackend } from '../helper.js'
+
+describe('access rules', () => {
+  it('refuse to register a route that declares no rule, or an unknown one', async () => {
+    const app = Fastify()
+    registerAccessRules(app, async () => null)
+    assert.throws(() => app.get('/api/v1/forgotten', async () => 'x'), /Route GET \/api\/v1\/forgotten declares no access rule/)
+    assert.throws(() => app.get('/api/v1/typo', { config: { access: 'members' as 'member' } }, async () => 'x'), /Route GET \/api\/v1\/typo declares no access rule/)
+    app.get('/api/v1/fine', { config: { access: 'public' } }, async () => 'x')
+    await app.close()
+  })
+})
+
+// The seed spec's §Authentication, as this service serves it so far.
+const PUBLIC = new Set([
+  'get /api/v1/health',
+  'post /api/v1/members',
+  'post /api/v1/auth/login',
+  'get /api/v1/products/{id}',
+])
+
+const SECRET = 'a-test-signing-secret-of-at-least-32-bytes'
+const key = new TextEncoder().encode(SECRET)
+
+describeEachBackend('authentication and roles', (ctx) => {
+  it('asks for a credential on every route that is not public, and lets only admins through /admin', async () => {
+    const doc = (await ctx.api.inject({ url: '/v3/api-docs' })).json()
+    const member = await ctx.api.member()
+    let checked = 0
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      for (const method of Object.keys(item)) {
+        const url = path.replace('{id}', '1')
+        const request = { method: method.toUpperCase() as 'GET', url, ...(method === 'get' ? {} : { payload: {} }) }
+        const anonymous = await ctx.api.inject(request)
+        assert.notEqual(anonymous.statusCode, 500, `${method} ${path}`)
+        if (PUBLIC.has(`${method} ${path}`)) {
+          assert.notEqual(anonymous.statusCode, 401, `${method} ${path} is public`)
+          continue
+        }
+        checked++
+        assertError(anonymous, { code: 'UNAUTHORIZED', instance: url, detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+        assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
+        if (path.startsWith('/api/v1/admin/')) {
+          const asMember = await ctx.api.inject({ ...request, headers: member.headers })
+          assertError(asMember, { code: 'ACCESS_DENIED', instance: url, detail: 'This operation requires the ADMIN role.' })
+        }
+      }
+    }
+    assert.ok(checked >= 13, `checked ${checked} protected operations`)
+  })
+
+  const invalidHeaders: Array<[string, string, string]> = [
+    ['another scheme', 'Basic YWRhOnB3', 'The Authorization header must be "Bearer <access token>".'],
+    ['a bare Bearer', 'Bearer', 'The Authorization header must be "Bearer <access token>".'],
+    ['a garbage token', 'Bearer not-a-jwt', 'The access token is invalid.'],
+  ]
+  for (const [what, header, detail] of invalidHeaders) {
+    it(`answers ${what} with 401 invalid_token`, async () => {
+      const res = await ctx.api.inject({ url: '/api/v1/orders', headers: { authorization: header } })
+      assertError(res, { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail })
+      assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service", error="invalid_token"')
+    })
+  }
+
+  it('rejects tokens that are expired, unsigned, signed with another key or algorithm, or from another issuer', async () => {
+    const member = await ctx.api.member()
+    const claims = { role: 'ADMIN', sid: 'session' }
+    const sign = (jwt: SignJWT, signingKey: Uint8Array = key, alg = 'HS256') => jwt.setProtectedHeader({ alg }).setSubject(String(member.id)).sign(signingKey)
+    const now = Math.floor(Date.now() / 1000)
+    const tokens: Array<[string, string, string]> = [
+      ['expired', await sign(new SignJWT(claims).setIssuer('order-service').setIssuedAt(now - 3600).setExpirationTime(now - 60)), 'The access token has expired.'],
+      ['alg none', new UnsecuredJWT(claims).setSubject(String(member.id)).setIssuer('order-service').setExpirationTime('5m').encode(), 'The access token is invalid.'],
+      ['another key', await sign(new SignJWT(claims).setIssuer('order-service').setExpirationTime('5m'), new TextEncoder().encode('x'.repeat(40))), 'The access token is invalid.'],
+      ['HS512', await sign(new SignJWT(claims).setIssuer('order-service').setExpirationTime('5m'), key, 'HS512'), 'The access token is invalid.'],
+      ['another issuer', await sign(new SignJWT(claims).setIssuer('someone-else').setExpirationTime('5m')), 'The access token is invalid.'],
+      ['no subject', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuer('order-service').setExpirationTime('5m').sign(key), 'The access token is invalid.'],
+    ]
+    for (const [what, token, detail] of tokens) {
+      const res = await ctx.api.inject({ url: '/api/v1/admin/products/1', headers: { authorization: `Bearer ${token}` } })
+      assertError(res, { code: 'UNAUTHORIZED', instance: '/api/v1/admin/products/1', detail })
+      assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service", error="invalid_token"', what)
+    }
+    // The same claims, properly signed, pass: the rejections above are about the token, not the claims.
+    const good = await sign(new SignJWT(claims).setIssuer('order-service').setExpirationTime('5m'))
+    const res = await ctx.api.inject({ url: '/api/v1/admin/products/1', headers: { authorization: `Bearer ${good}` } })
+    assert.equal(res.statusCode, 404)
+  })
+
+  it('ignores an invalid credential on a public path', async () => {
+    const admin = await ctx.api.admin()
+    const product = await ctx.api.product(admin)
+    const res = await ctx.api.inject({ url: `/api/v1/products/${product.productId}`, headers: { authorization: 'Bearer garbage' } })
+    assert.equal(res.statusCode, 200)
+  })
+}, { env: { JWT_SECRET: SECRET } })
