@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { authRoutes } from './auth/routes.js'
-import { bearerAuthenticator } from './auth/service.js'
-import { AccessTokens, loadSigningKey } from './auth/tokens.js'
+import helmet from '@fastify/helmet'
+import { createIdentity } from './auth/identity.js'
+import { registerAuthRateLimit } from './auth/limits.js'
 import { adminProductRoutes } from './catalog/admin-routes.js'
 import { productRoutes } from './catalog/routes.js'
 import type { Config } from './config.js'
@@ -30,7 +31,15 @@ export interface BuildOptions {
   database?: DatabaseHandle
   /** Pino logger options; defaults to JSON logs at `LOG_LEVEL`. */
   logger?: boolean | object
+  /** How often to look for sessions revoked and members suspended by other instances (default 1 s). */
+  revocationPollMs?: number
 }
+
+/** Credentials never reach the logs, whatever a serializer or a log call includes. */
+const REDACT = [
+  'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie',
+  'password', 'currentPassword', 'newPassword', 'refreshToken', 'accessToken', 'secret', 'token',
+]
 
 /** How often expired idempotency keys are purged. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000
@@ -41,7 +50,11 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
  */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel },
+    logger: options.logger ?? { level: config.logLevel, redact: REDACT },
+    // A hop count trusts that many proxies in front of us (what proxy-addr does with a number).
+    trustProxy: typeof config.trustProxy === 'number'
+      ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+      : config.trustProxy,
     bodyLimit: config.bodyLimit,
     schemaErrorFormatter,
     ajv: { customOptions: { removeAdditional: false } },
@@ -55,7 +68,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.decorate('db', database.db)
   app.decorate('config', config)
 
-  const tokens = new AccessTokens(await loadSigningKey(database.db, config))
+  const identity = await createIdentity(database.db, config, app.log, { revocationPollMs: options.revocationPollMs })
+  app.addHook('onClose', () => identity.close())
   const admin = await bootstrapAdmin(database.db, config)
   if (admin === 'created') app.log.info({ email: config.adminEmail }, 'created the first admin')
 
@@ -63,12 +77,15 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.removeContentTypeParser('text/plain')
   registerErrorHandling(app, config)
   const routes = collectRoutes(app)
-  registerAccessRules(app, bearerAuthenticator(tokens))
+  // Security headers suited to a JSON API (no framing, no sniffing, no referrer leaks).
+  await app.register(helmet, { global: true })
+  registerAuthRateLimit(app, identity.counters, config.authRateLimit)
+  registerAccessRules(app, identity.authenticate)
   await registerOpenApi(app)
 
   await app.register(opsRoutes)
-  await app.register(memberRoutes)
-  await app.register(authRoutes, { tokens })
+  await app.register(memberRoutes, { identity })
+  await app.register(authRoutes, { identity })
   await app.register(productRoutes)
   await app.register(adminProductRoutes)
   await app.register(orderRoutes)

@@ -18,6 +18,17 @@ export interface Config {
   readonly currency: string
   readonly bodyLimit: number
   readonly logLevel: string
+  /** `smtp://host:port` for outgoing mail; undefined → mail is written to the log. */
+  readonly smtpUrl: string | undefined
+  readonly mailFrom: string
+  /** Redis for shared rate-limit counters; undefined → counters in process memory. */
+  readonly redisUrl: string | undefined
+  /** Requests per minute per client address on /auth/**, register and password reset. */
+  readonly authRateLimit: number
+  /** Failed logins per email per 15 minutes before 429. */
+  readonly loginFailureLimit: number
+  /** Fastify's trustProxy: false, true, a hop count, or a comma-separated list of addresses. */
+  readonly trustProxy: boolean | number | string
 }
 
 export class ConfigError extends Error {
@@ -106,6 +117,20 @@ export function loadConfig (env: Env = process.env): Config {
 
   const errorTypeBase = url('ERROR_TYPE_BASE', ['http:', 'https:']) ?? 'https://api.example.com'
 
+  const trustProxyRaw = read('TRUST_PROXY') ?? 'false'
+  const trustProxy = trustProxyRaw === 'true'
+    ? true
+    : trustProxyRaw === 'false'
+      ? false
+      : /^\d+$/.test(trustProxyRaw)
+        ? Number(trustProxyRaw)
+        : /^[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*$/.test(trustProxyRaw)
+          ? trustProxyRaw
+          : undefined
+  if (trustProxy === undefined) {
+    throw new ConfigError('TRUST_PROXY', 'true, false, a hop count, or comma-separated proxy addresses', trustProxyRaw)
+  }
+
   return Object.freeze({
     port: integer('PORT', 8080, 0, 65535),
     host: read('HOST') ?? '0.0.0.0',
@@ -120,5 +145,11 @@ export function loadConfig (env: Env = process.env): Config {
     currency,
     bodyLimit: size('BODY_LIMIT', '1mb'),
     logLevel: oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: read('MAIL_FROM') ?? 'Order service <no-reply@localhost>',
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
+    loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
+    trustProxy,
   })
 }

@@ -18,6 +18,12 @@ describe('configuration', () => {
       currency: 'USD',
       bodyLimit: 1024 * 1024,
       logLevel: 'info',
+      smtpUrl: undefined,
+      mailFrom: 'Order service <no-reply@localhost>',
+      redisUrl: undefined,
+      authRateLimit: 60,
+      loginFailureLimit: 5,
+      trustProxy: false,
     })
   })
 
@@ -36,6 +42,12 @@ describe('configuration', () => {
     assert.equal(config.port, 3000)
     assert.equal(loadConfig({ IDEMPOTENCY_TTL: '15m' }).idempotencyTtlMs, 900_000)
     assert.equal(loadConfig({ BODY_LIMIT: '2048' }).bodyLimit, 2048)
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+    assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
+    assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8' }).trustProxy, '10.0.0.1, 10.0.0.0/8')
+    assert.equal(loadConfig({ SMTP_URL: 'smtp://127.0.0.1:2525' }).smtpUrl, 'smtp://127.0.0.1:2525')
+    assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redisUrl, 'redis://127.0.0.1:6379')
+    assert.equal(loadConfig({ AUTH_RATE_LIMIT: '5', LOGIN_FAILURE_LIMIT: '3' }).loginFailureLimit, 3)
   })
 
   const bad: Array<[Record<string, string>, RegExp]> = [
@@ -53,6 +65,11 @@ describe('configuration', () => {
     [{ ADMIN_EMAIL: 'nobody', ADMIN_PASSWORD: 'long enough' }, /^Invalid ADMIN_EMAIL="nobody"/],
     [{ ADMIN_EMAIL: 'a@b.c', ADMIN_PASSWORD: 'short' }, /^Invalid ADMIN_PASSWORD="<hidden>"/],
     [{ BODY_LIMIT: 'big' }, /^Invalid BODY_LIMIT="big"/],
+    [{ SMTP_URL: 'http://mail' }, /^Invalid SMTP_URL="http:\/\/mail": expected a URL starting with smtp:\/\/ or smtps:\/\/$/],
+    [{ REDIS_URL: 'localhost:6379' }, /^Invalid REDIS_URL/],
+    [{ AUTH_RATE_LIMIT: '0' }, /^Invalid AUTH_RATE_LIMIT="0"/],
+    [{ LOGIN_FAILURE_LIMIT: 'many' }, /^Invalid LOGIN_FAILURE_LIMIT="many"/],
+    [{ TRUST_PROXY: 'yes please' }, /^Invalid TRUST_PROXY="yes please"/],
   ]
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a message naming the variable`, () => {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { sql } from 'kysely'
-import { buildApp } from '../src/app.js'
+import { buildApp, type BuildOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js'
 import { bootstrapAdmin } from '../src/members/service.js'
@@ -21,6 +21,8 @@ export function testConfig (env: Record<string, string> = {}): Config {
     LOG_LEVEL: 'silent',
     ADMIN_EMAIL: ADMIN.email,
     ADMIN_PASSWORD: ADMIN.password,
+    // Tests register and log in far more often than a person would; the limit has its own tests.
+    AUTH_RATE_LIMIT: '1000000',
     ...env,
   })
 }
@@ -53,7 +55,7 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
   }
 }
 
-const TABLES = ['idempotency_keys', 'order_history', 'order_items', 'orders', 'products']
+const TABLES = ['idempotency_keys', 'order_history', 'order_items', 'orders', 'products', 'refresh_tokens', 'sessions', 'member_tokens', 'api_keys']
 
 /** Empties every table but keeps the admin (and the signing key), so tests start from the same state. */
 export async function resetDatabase (app: FastifyInstance): Promise<void> {
@@ -66,6 +68,7 @@ export interface Member {
   id: number
   email: string
   token: string
+  refreshToken: string
   headers: { authorization: string }
 }
 
@@ -82,7 +85,7 @@ export class Api {
     assert.equal(res.statusCode, 201, res.body)
     const token = res.json().data.accessToken as string
     const me = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
-    return { id: Number(me.sub), email, token, headers: { authorization: `Bearer ${token}` } }
+    return { id: Number(me.sub), email, token, refreshToken: res.json().data.refreshToken, headers: { authorization: `Bearer ${token}` } }
   }
 
   admin (): Promise<Member> {
@@ -132,7 +135,7 @@ export class Api {
 export function describeEachBackend (
   title: string,
   suite: (ctx: { readonly api: Api, readonly backend: Backend }) => void,
-  options: { env?: Record<string, string> } = {}
+  options: { env?: Record<string, string>, build?: Omit<BuildOptions, 'database'> } = {}
 ): void {
   for (const backend of BACKENDS) {
     describe(`${title} [${backend}]`, () => {
@@ -140,7 +143,7 @@ export function describeEachBackend (
       let api: Api
       before(async () => {
         database = await createTestDatabase(backend)
-        api = new Api(await buildApp(testConfig(options.env), { database, logger: false }))
+        api = new Api(await buildApp(testConfig(options.env), { logger: false, ...options.build, database }))
       })
       beforeEach(() => resetDatabase(api.app))
       after(async () => {
@@ -215,4 +218,13 @@ export function assertError (
     if (param.message instanceof RegExp) assert.match(invalidParams[i].message, param.message)
     else assert.equal(invalidParams[i].message, param.message)
   })
+}
+
+/** Polls `check` until it holds, for at most 3 s. */
+export async function waitFor (check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 3000
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached within 3 s')
+    await new Promise(resolve => setTimeout(resolve, 25))
+  }
 }

@@ -7,9 +7,16 @@ export const LoginBody = Type.Object({
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBody>
 
-export const TokenResponse = Type.Object({
-  accessToken: Type.String(),
+export const RefreshBody = Type.Object({
+  refreshToken: Type.String({ minLength: 1, maxLength: 200 }),
+}, { additionalProperties: false })
+export type RefreshBody = Static<typeof RefreshBody>
+
+export const TokenPair = Type.Object({
+  accessToken: Type.String({ description: 'JWT (HS256); send as Authorization: Bearer <accessToken>' }),
+  refreshToken: Type.String({ description: 'Opaque; exchange at /auth/refresh for a new pair. Each one works once.' }),
   tokenType: Type.Literal('Bearer'),
   expiresIn: Type.Integer({ description: 'Lifetime of the access token, in seconds' }),
+  refreshExpiresIn: Type.Integer({ description: 'Lifetime of the refresh token, in seconds' }),
 })
-export type TokenResponse = Static<typeof TokenResponse>
+export type TokenPair = Static<typeof TokenPair>

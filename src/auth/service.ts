@@ -1,31 +1,54 @@
-import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
-import { unauthorized, type Authenticator } from '../http/access.js'
+import { unauthorized, type Principal } from '../http/access.js'
 import { ApiError } from '../http/errors.js'
 import { verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
 import { findMemberByEmail } from '../members/repository.js'
-import type { LoginBody, TokenResponse } from './schemas.js'
-import type { AccessTokens } from './tokens.js'
+import type { Identity } from './identity.js'
+import type { LoginBody, TokenPair } from './schemas.js'
+import { REFRESH_TOKEN_TTL_SECONDS, revokeSessions, rotateRefreshToken, startSession } from './sessions.js'
 
-const BEARER = /^Bearer +([A-Za-z0-9_.~+/-]+=*) *$/i
+type Deps = Pick<Identity, 'tokens' | 'revocations' | 'loginFailures'>
 
-/** Reads `Authorization: Bearer <jwt>`; no header → anonymous, anything else invalid → 401. */
-export function bearerAuthenticator (tokens: AccessTokens): Authenticator {
-  return async (request: FastifyRequest) => {
-    const header = request.headers.authorization
-    if (header === undefined) return null
-    const match = BEARER.exec(header)
-    if (!match) throw unauthorized('The Authorization header must be "Bearer <access token>".')
-    return tokens.verify(match[1]!)
+async function tokenPair (deps: Deps, member: { id: number, role: Principal['role'] }, sessionId: string, refreshToken: string): Promise<TokenPair> {
+  const access = await deps.tokens.issue(member, sessionId)
+  return {
+    accessToken: access.token,
+    refreshToken,
+    tokenType: 'Bearer',
+    expiresIn: access.expiresIn,
+    refreshExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
   }
 }
 
-/** Wrong email and wrong password get the same answer, after the same amount of work. */
-export async function login (db: Db, tokens: AccessTokens, body: LoginBody): Promise<TokenResponse> {
-  const member = await findMemberByEmail(db, body.email.trim())
+/**
+ * Logs in. Wrong email and wrong password get the same answer after the same amount of work;
+ * failures count per email, and a locked email is 429 even with the right password.
+ */
+export async function login (db: Db, deps: Deps, body: LoginBody): Promise<TokenPair> {
+  const email = body.email.trim()
+  await deps.loginFailures.assertNotLocked(email)
+  const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
-  if (!member || !valid) throw unauthorized('The email or password is incorrect.', false)
+  if (!member || !valid) {
+    await deps.loginFailures.record(email)
+    throw unauthorized('The email or password is incorrect.', false)
+  }
+  await deps.loginFailures.clear(email)
   if (member.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
-  const access = await tokens.issue(member)
-  return { accessToken: access.token, tokenType: 'Bearer', expiresIn: access.expiresIn }
+  const session = await startSession(db, member.id)
+  return tokenPair(deps, member, session.sessionId, session.refreshToken)
+}
+
+/** Rotates the refresh token; a spent token presented again revokes its whole session. */
+export async function refresh (db: Db, deps: Deps, refreshToken: string): Promise<TokenPair> {
+  const rotation = await rotateRefreshToken(db, refreshToken)
+  if (rotation.kind === 'reused') deps.revocations.revoke([rotation.sessionId])
+  if (rotation.kind !== 'rotated') throw unauthorized('The refresh token is invalid, expired or revoked.')
+  return tokenPair(deps, rotation.member, rotation.sessionId, rotation.refreshToken)
+}
+
+/** Ends the caller's session at once: its refresh token and access tokens stop working. */
+export async function logout (db: Db, deps: Deps, principal: Principal): Promise<void> {
+  if (principal.sessionId === null) return // an API key has no session; revoke the key instead
+  deps.revocations.revoke(await revokeSessions(db, { sessionId: principal.sessionId }, 'logout'))
 }

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
@@ -31,7 +31,7 @@ export interface AccessToken {
 export class AccessTokens {
   constructor (private readonly key: Uint8Array) {}
 
-  async issue (member: { id: number, role: Role }, sessionId: string = randomUUID()): Promise<AccessToken> {
+  async issue (member: { id: number, role: Role }, sessionId: string): Promise<AccessToken> {
     const token = await new SignJWT({ role: member.role, sid: sessionId })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setSubject(String(member.id))

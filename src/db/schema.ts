@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
+import type { ApiKeysTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
 import type { ProductsTable } from '../catalog/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
-import type { MembersTable } from '../members/table.js'
+import type { MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
 
 /** Every table, as Kysely sees it (snake_case rows; features map them to API shapes). */
@@ -13,6 +14,10 @@ export interface Database {
   order_items: OrderItemsTable
   order_history: OrderHistoryTable
   idempotency_keys: IdempotencyKeysTable
+  sessions: SessionsTable
+  refresh_tokens: RefreshTokensTable
+  member_tokens: MemberTokensTable
+  api_keys: ApiKeysTable
 }
 
 export type Db = Kysely<Database>

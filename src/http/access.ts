@@ -16,7 +16,8 @@ export type Access = typeof ACCESS_RULES[number]
 export interface Principal {
   readonly memberId: number
   readonly role: Role
-  readonly sessionId: string
+  /** The login session of a bearer token; null for an API key. */
+  readonly sessionId: string | null
 }
 
 declare module 'fastify' {
@@ -58,7 +59,7 @@ export function registerAccessRules (app: FastifyInstance, authenticate: Authent
       return
     }
     const principal = await authenticate(request)
-    if (!principal) throw unauthorized('Authentication is required: send Authorization: Bearer <access token>.', false)
+    if (!principal) throw unauthorized('Authentication is required: send Authorization: Bearer <access token> or X-API-Key.', false)
     request.principal = principal
     if (access === 'admin' && principal.role !== 'ADMIN') {
       throw new ApiError('ACCESS_DENIED', 'This operation requires the ADMIN role.')

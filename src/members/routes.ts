@@ -1,20 +1,121 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Envelope, ok } from '../http/schemas.js'
-import { Member, RegisterBody } from './schemas.js'
-import { registerMember } from './service.js'
+import { Type } from 'typebox'
+import type { Identity } from '../auth/identity.js'
+import { principalOf } from '../http/access.js'
+import { Envelope, IdParams, ok } from '../http/schemas.js'
+import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.js'
+import {
+  ApiKey, ApiKeyParams, ChangePasswordBody, CreateApiKeyBody, CreatedApiKey, Member, PasswordResetBody, RegisterBody,
+  UpdateMemberBody, VerifyEmailBody,
+} from './schemas.js'
+import { changePassword, getMember, registerMember, resetPassword, updateMember, verifyEmail, type MemberDeps } from './service.js'
 
-export const memberRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
+  const tags = ['members']
+  const deps: MemberDeps = { mailer: identity.mailer, revocations: identity.revocations, log: app.log }
+
   app.post('/api/v1/members', {
-    config: { access: 'public' },
+    config: { access: 'public', authRateLimited: true },
     schema: {
-      tags: ['members'],
+      tags,
       summary: 'Register a member',
+      description: 'Mails a verification token to the address.',
       body: RegisterBody,
       response: { 201: Envelope(Member) },
     },
   }, async (request, reply) => {
-    const member = await registerMember(app.db, request.body)
-    return reply.code(201).header('Location', `/api/v1/members/${member.memberId}`)
-      .send(ok(member))
+    const member = await registerMember(app.db, deps, request.body)
+    return reply.code(201).header('Location', `/api/v1/members/${member.memberId}`).send(ok(member))
+  })
+
+  app.get('/api/v1/members/me', {
+    config: { access: 'member' },
+    schema: { tags, summary: 'The caller’s own account', response: { 200: Envelope(Member) } },
+  }, async (request) => ok(await getMember(app.db, principalOf(request), principalOf(request).memberId)))
+
+  app.get('/api/v1/members/:id', {
+    config: { access: 'owner' },
+    schema: { tags, summary: 'A member (the member or an admin)', params: IdParams, response: { 200: Envelope(Member) } },
+  }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
+
+  app.patch('/api/v1/members/:id', {
+    config: { access: 'owner' },
+    schema: {
+      tags,
+      summary: 'Change a member’s name (the member or an admin)',
+      params: IdParams,
+      body: UpdateMemberBody,
+      response: { 200: Envelope(Member) },
+    },
+  }, async (request) => ok(await updateMember(app.db, principalOf(request), request.params.id, request.body)))
+
+  app.patch('/api/v1/members/password/change', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'Change the caller’s password',
+      description: 'Ends every other session of the caller.',
+      body: ChangePasswordBody,
+      response: { 200: Envelope(Type.Null()) },
+    },
+  }, async (request) => {
+    await changePassword(app.db, deps, principalOf(request), request.body)
+    return ok(null)
+  })
+
+  app.post('/api/v1/members/password/reset', {
+    config: { access: 'public', authRateLimited: true },
+    schema: {
+      tags,
+      summary: 'Request a password reset, or complete one',
+      description: '`{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password and ends every session.',
+      body: PasswordResetBody,
+      response: { 201: Envelope(Type.Null()) },
+    },
+  }, async (request, reply) => {
+    await resetPassword(app.db, deps, request.body)
+    return reply.code(201).send(ok(null))
+  })
+
+  app.post('/api/v1/members/email/verify', {
+    config: { access: 'public' },
+    schema: {
+      tags,
+      summary: 'Verify an email address with the token mailed at registration',
+      body: VerifyEmailBody,
+      response: { 201: Envelope(Type.Null()) },
+    },
+  }, async (request, reply) => {
+    await verifyEmail(app.db, request.body.token)
+    return reply.code(201).send(ok(null))
+  })
+
+  app.post('/api/v1/members/me/api-keys', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'Create an API key',
+      description: 'The secret is in this answer only; send it as X-API-Key to act as this member.',
+      body: CreateApiKeyBody,
+      response: { 201: Envelope(CreatedApiKey) },
+    },
+  }, async (request, reply) => reply.code(201).send(ok(await createApiKey(app.db, principalOf(request), request.body.name))))
+
+  app.get('/api/v1/members/me/api-keys', {
+    config: { access: 'member' },
+    schema: { tags, summary: 'List the caller’s API keys (without secrets)', response: { 200: Envelope(Type.Array(ApiKey)) } },
+  }, async (request) => ok(await listApiKeys(app.db, principalOf(request))))
+
+  app.patch('/api/v1/members/me/api-keys/:keyId/revoke', {
+    config: { access: 'member' },
+    schema: {
+      tags,
+      summary: 'Revoke one of the caller’s API keys',
+      params: ApiKeyParams,
+      response: { 200: Envelope(Type.Null()) },
+    },
+  }, async (request) => {
+    await revokeApiKey(app.db, principalOf(request), request.params.keyId)
+    return ok(null)
   })
 }

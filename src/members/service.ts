@@ -1,10 +1,23 @@
+import { sql } from 'kysely'
+import type { FastifyBaseLogger } from 'fastify'
+import { revokeSessions } from '../auth/sessions.js'
+import type { Revocations } from '../auth/revocations.js'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
-import { ApiError } from '../http/errors.js'
-import { hashPassword } from './passwords.js'
-import { findMemberByEmail, insertMember } from './repository.js'
-import type { Member, RegisterBody } from './schemas.js'
+import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
+import { ApiError, invalidParam } from '../http/errors.js'
+import type { Mail, Mailer } from '../mail/mailer.js'
+import { consumeMemberToken, issueMemberToken } from './member-tokens.js'
+import { hashPassword, verifyPassword } from './passwords.js'
+import { findMemberByEmail, findMemberById, insertMember } from './repository.js'
+import type { ChangePasswordBody, Member, PasswordResetBody, RegisterBody, UpdateMemberBody } from './schemas.js'
 import type { MemberRow } from './table.js'
+
+export interface MemberDeps {
+  mailer: Mailer
+  revocations: Revocations
+  log: FastifyBaseLogger
+}
 
 export function toMember (row: MemberRow): Member {
   return {
@@ -18,10 +31,24 @@ export function toMember (row: MemberRow): Member {
   }
 }
 
-export async function registerMember (db: Db, body: RegisterBody): Promise<Member> {
+/**
+ * Mail leaves after the response: a slow or failing mail server neither delays nor fails the
+ * request, and a password-reset request takes as long whether or not the email has an account.
+ */
+function sendInBackground (deps: MemberDeps, mail: Mail): void {
+  deps.mailer.send(mail).catch(error => deps.log.warn({ err: error, to: mail.to, subject: mail.subject }, 'mail could not be sent'))
+}
+
+export async function registerMember (db: Db, deps: MemberDeps, body: RegisterBody): Promise<Member> {
   const email = body.email.trim()
   const row = await insertMember(db, { email, passwordHash: await hashPassword(body.password), name: body.name })
   if (!row) throw new ApiError('EMAIL_ALREADY_REGISTERED', 'An account with this email already exists.')
+  const token = await issueMemberToken(db, row.id, 'EMAIL_VERIFICATION')
+  sendInBackground(deps, {
+    to: row.email,
+    subject: 'Verify your email address',
+    text: `Welcome, ${row.name}.\n\nTo verify your email address, POST this token to /api/v1/members/email/verify:\n\n${token}\n\nIt works once, for 7 days.\n`,
+  })
   return toMember(row)
 }
 
@@ -36,4 +63,74 @@ export async function bootstrapAdmin (db: Db, config: Pick<Config, 'adminEmail' 
     role: 'ADMIN',
   })
   return row ? 'created' : 'exists'
+}
+
+/** A member's own record, or any member's for an admin; others get 403 whether or not it exists. */
+export async function getMember (db: Db, principal: Principal, id: string | number): Promise<Member> {
+  assertOwnerOrAdmin(principal, Number(id), 'account')
+  const row = await findMemberById(db, id)
+  if (!row) throw new ApiError('MEMBER_NOT_FOUND', `Member ${id} does not exist.`)
+  return toMember(row)
+}
+
+export async function updateMember (db: Db, principal: Principal, id: string, body: UpdateMemberBody): Promise<Member> {
+  const current = await getMember(db, principal, id)
+  if (body.name === undefined || body.name === current.name) return current
+  const row = await db.updateTable('members').set({ name: body.name, updated_at: sql<Date>`now()` })
+    .where('id', '=', current.memberId).returningAll().executeTakeFirstOrThrow()
+  return toMember(row)
+}
+
+/** Changes the caller's password and ends every other session of theirs. */
+export async function changePassword (db: Db, deps: MemberDeps, principal: Principal, body: ChangePasswordBody): Promise<void> {
+  const member = await findMemberById(db, principal.memberId)
+  if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
+  if (!(await verifyPassword(member.password_hash, body.currentPassword))) {
+    throw invalidParam('currentPassword', 'is not the current password')
+  }
+  const passwordHash = await hashPassword(body.newPassword)
+  const revoked = await db.transaction().execute(async (trx) => {
+    await trx.updateTable('members').set({ password_hash: passwordHash, updated_at: sql<Date>`now()` }).where('id', '=', member.id).execute()
+    return revokeSessions(trx, { memberId: member.id, exceptSessionId: principal.sessionId }, 'password changed')
+  })
+  deps.revocations.revoke(revoked)
+}
+
+/**
+ * `{email}`: mails a one-time token (1 h) if an account has that email; the answer is the same
+ * either way. `{token, newPassword}`: sets the password and ends every session of the member.
+ */
+export async function resetPassword (db: Db, deps: MemberDeps, body: PasswordResetBody): Promise<void> {
+  if (body.email !== undefined && (body.token !== undefined || body.newPassword !== undefined)) {
+    throw invalidParam('token', 'send either {email} to request a reset or {token, newPassword} to complete one, not both')
+  }
+  if (body.email !== undefined) {
+    const member = await findMemberByEmail(db, body.email.trim())
+    if (member && member.status === 'ACTIVE') {
+      const token = await issueMemberToken(db, member.id, 'PASSWORD_RESET')
+      sendInBackground(deps, {
+        to: member.email,
+        subject: 'Reset your password',
+        text: `To choose a new password, POST this token with {"token", "newPassword"} to /api/v1/members/password/reset:\n\n${token}\n\nIt works once, for 1 hour. If you did not ask for this, ignore this mail.\n`,
+      })
+    }
+    return
+  }
+  if (body.token === undefined) throw invalidParam('email', 'is required (or send token and newPassword)')
+  if (body.newPassword === undefined) throw invalidParam('newPassword', 'is required with token')
+  const passwordHash = await hashPassword(body.newPassword)
+  const token = body.token
+  const revoked = await db.transaction().execute(async (trx) => {
+    const memberId = await consumeMemberToken(trx, token, 'PASSWORD_RESET')
+    await trx.updateTable('members').set({ password_hash: passwordHash, updated_at: sql<Date>`now()` }).where('id', '=', memberId).execute()
+    return revokeSessions(trx, { memberId }, 'password reset')
+  })
+  deps.revocations.revoke(revoked)
+}
+
+export async function verifyEmail (db: Db, token: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const memberId = await consumeMemberToken(trx, token, 'EMAIL_VERIFICATION')
+    await trx.updateTable('members').set({ email_verified: true, updated_at: sql<Date>`now()` }).where('id', '=', memberId).execute()
+  })
 }

@@ -14,3 +14,14 @@ export interface MembersTable {
 }
 
 export type MemberRow = Selectable<MembersTable>
+
+export type MemberTokenPurpose = 'PASSWORD_RESET' | 'EMAIL_VERIFICATION'
+
+export interface MemberTokensTable {
+  token_hash: string
+  member_id: number
+  purpose: MemberTokenPurpose
+  created_at: Generated<Date>
+  expires_at: Date
+  used_at: Date | null
+}

@@ -1,7 +1,9 @@
 import type { Migration } from 'kysely'
 import * as initial from './2026-11-22-01-initial.js'
+import * as identity from './2026-11-22-02-identity.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
   '2026-11-22-01-initial': initial,
+  '2026-11-22-02-identity': identity,
 }

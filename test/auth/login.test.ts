@@ -7,12 +7,13 @@ describeEachBackend('POST /api/v1/auth/login', (ctx) => {
   const login = (email: string, password: string) =>
     ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
 
-  it('issues a 15-minute HS256 access token: 201, sub, role, sid, iss', async () => {
+  it('issues a 15-minute HS256 access token and a 14-day refresh token: 201, sub, role, sid, iss', async () => {
     const member = await ctx.api.member('ada')
     const res = await login(member.email, 'correct horse')
     assert.equal(res.statusCode, 201, res.body)
-    const { accessToken, ...rest } = res.json().data
-    assert.deepEqual(rest, { tokenType: 'Bearer', expiresIn: 900 })
+    const { accessToken, refreshToken, ...rest } = res.json().data
+    assert.deepEqual(rest, { tokenType: 'Bearer', expiresIn: 900, refreshExpiresIn: 14 * 24 * 3600 })
+    assert.match(refreshToken, /^[A-Za-z0-9_-]{43}$/)
     const [header, payload] = accessToken.split('.').slice(0, 2).map((part: string) => JSON.parse(Buffer.from(part, 'base64url').toString()))
     assert.equal(header.alg, 'HS256')
     assert.equal(payload.sub, String(member.id))

@@ -27,7 +27,7 @@ describeEachBackend('products', (ctx) => {
       code: 'ACCESS_DENIED', instance: URL, detail: 'This operation requires the ADMIN role.',
     })
     assertError(await ctx.api.inject({ method: 'POST', url: URL, payload }), {
-      code: 'UNAUTHORIZED', instance: URL, detail: 'Authentication is required: send Authorization: Bearer <access token>.',
+      code: 'UNAUTHORIZED', instance: URL, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.',
     })
   })
 

@@ -21,6 +21,9 @@ const PUBLIC = new Set([
   'get /api/v1/health',
   'post /api/v1/members',
   'post /api/v1/auth/login',
+  'post /api/v1/auth/refresh',
+  'post /api/v1/members/password/reset',
+  'post /api/v1/members/email/verify',
   'get /api/v1/products/{id}',
 ])
 
@@ -34,7 +37,7 @@ describeEachBackend('authentication and roles', (ctx) => {
     let checked = 0
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(item)) {
-        const url = path.replace('{id}', '1')
+        const url = path.replace('{id}', '1').replace('{keyId}', '1')
         const request = { method: method.toUpperCase() as 'GET', url, ...(method === 'get' ? {} : { payload: {} }) }
         const anonymous = await ctx.api.inject(request)
         assert.notEqual(anonymous.statusCode, 500, `${method} ${path}`)
@@ -43,7 +46,7 @@ describeEachBackend('authentication and roles', (ctx) => {
           continue
         }
         checked++
-        assertError(anonymous, { code: 'UNAUTHORIZED', instance: url, detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+        assertError(anonymous, { code: 'UNAUTHORIZED', instance: url, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
         assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
         if (path.startsWith('/api/v1/admin/')) {
           const asMember = await ctx.api.inject({ ...request, headers: member.headers })
@@ -51,7 +54,7 @@ describeEachBackend('authentication and roles', (ctx) => {
         }
       }
     }
-    assert.ok(checked >= 13, `checked ${checked} protected operations`)
+    assert.ok(checked >= 20, `checked ${checked} protected operations`)
   })
 
   const invalidHeaders: Array<[string, string, string]> = [

@@ -10,6 +10,17 @@ const OPERATIONS = [
   'get /api/v1/health',
   'post /api/v1/members',
   'post /api/v1/auth/login',
+  'post /api/v1/auth/refresh',
+  'post /api/v1/auth/logout',
+  'get /api/v1/members/me',
+  'get /api/v1/members/{id}',
+  'patch /api/v1/members/{id}',
+  'patch /api/v1/members/password/change',
+  'post /api/v1/members/password/reset',
+  'post /api/v1/members/email/verify',
+  'post /api/v1/members/me/api-keys',
+  'get /api/v1/members/me/api-keys',
+  'patch /api/v1/members/me/api-keys/{keyId}/revoke',
   'get /api/v1/products/{id}',
   'post /api/v1/admin/products',
   'get /api/v1/admin/products/{id}',
@@ -65,7 +76,10 @@ describe('GET /v3/api-docs', () => {
   })
 
   it('marks public operations as needing no credential and the others as bearer-authenticated', () => {
-    const open = ['get /api/v1/health', 'post /api/v1/members', 'post /api/v1/auth/login', 'get /api/v1/products/{id}']
+    const open = [
+      'get /api/v1/health', 'post /api/v1/members', 'post /api/v1/auth/login', 'post /api/v1/auth/refresh',
+      'post /api/v1/members/password/reset', 'post /api/v1/members/email/verify', 'get /api/v1/products/{id}',
+    ]
     for (const operation of OPERATIONS) {
       const [method, path] = operation.split(' ') as [string, string]
       assert.deepEqual(doc.paths[path][method].security, open.includes(operation) ? [] : [{ bearerAuth: [] }], operation)

@@ -102,7 +102,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
 
   it('refuses anonymous callers with 401 and WWW-Authenticate', async () => {
     const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/orders', payload: { customerId: 1, items: [{ productId: 1, quantity: 1 }] } })
-    assertError(res, { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+    assertError(res, { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service"')
   })
 

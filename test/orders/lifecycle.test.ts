@@ -150,7 +150,7 @@ describeEachBackend('order lifecycle', (ctx) => {
       const denied = await ctx.api.inject({ ...request, headers: stranger.headers })
       assertError(denied, { code: 'ACCESS_DENIED', instance: request.url, detail: 'Only the owner of this order or an admin may do this.' })
       const anonymous = await ctx.api.inject({ ...request })
-      assertError(anonymous, { code: 'UNAUTHORIZED', instance: request.url, detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+      assertError(anonymous, { code: 'UNAUTHORIZED', instance: request.url, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
       assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
     }
     assert.equal(await statusOf(o.id), 'PLACED')

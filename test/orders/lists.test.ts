@@ -290,7 +290,7 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
   it('refuses anonymous callers with 401, before looking at the query', async () => {
     for (const query of [{}, { size: 0 }, { colour: 'blue' }] as Query[]) {
       const res = await get(ctx, undefined, LIST, query)
-      assertError(res, { code: 'UNAUTHORIZED', instance: LIST, detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+      assertError(res, { code: 'UNAUTHORIZED', instance: LIST, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
       assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service"')
     }
   })
@@ -488,7 +488,7 @@ describeEachBackend('GET /api/v1/orders/search', (ctx) => {
 
   it('refuses anonymous callers with 401', async () => {
     const res = await get(ctx, undefined, SEARCH, { createdFrom: '2026-01-01T00:00:00Z' })
-    assertError(res, { code: 'UNAUTHORIZED', instance: SEARCH, detail: 'Authentication is required: send Authorization: Bearer <access token>.' })
+    assertError(res, { code: 'UNAUTHORIZED', instance: SEARCH, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service"')
   })
 })

@@ -1,0 +1,37 @@
+import type { FastifyRequest } from 'fastify'
+import type { Db } from '../db/schema.js'
+import { unauthorized, type Authenticator, type Principal } from '../http/access.js'
+import type { Revocations } from './revocations.js'
+import { tokenHash } from './secrets.js'
+import type { AccessTokens } from './tokens.js'
+
+const BEARER = /^Bearer +([A-Za-z0-9_.~+/-]+=*) *$/i
+
+/**
+ * Resolves the caller from `Authorization: Bearer <access token>` or, failing that, `X-API-Key`.
+ * A bearer token costs no database round trip: its signature and expiry are checked, and its
+ * session and member against the in-memory revocation list. An API key is looked up by its hash.
+ */
+export function createAuthenticator (deps: { db: Db, tokens: AccessTokens, revocations: Revocations }): Authenticator {
+  return async (request: FastifyRequest): Promise<Principal | null> => {
+    const header = request.headers.authorization
+    if (header !== undefined) {
+      const match = BEARER.exec(header)
+      if (!match) throw unauthorized('The Authorization header must be "Bearer <access token>".')
+      const principal = await deps.tokens.verify(match[1]!)
+      if (deps.revocations.isRevoked(principal.sessionId!) || deps.revocations.isSuspended(principal.memberId)) {
+        throw unauthorized('The access token has been revoked.')
+      }
+      return principal
+    }
+    const apiKey = request.headers['x-api-key']
+    if (apiKey === undefined) return null
+    const key = await deps.db.selectFrom('api_keys')
+      .innerJoin('members', 'members.id', 'api_keys.member_id')
+      .select(['members.id', 'members.role', 'members.status', 'api_keys.revoked_at'])
+      .where('api_keys.secret_hash', '=', tokenHash(String(apiKey)))
+      .executeTakeFirst()
+    if (!key || key.revoked_at !== null || key.status !== 'ACTIVE') throw unauthorized('The API key is invalid or revoked.')
+    return { memberId: key.id, role: key.role, sessionId: null }
+  }
+}

@@ -1,0 +1,46 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from '../config.js'
+import type { Db } from '../db/schema.js'
+import type { Authenticator } from '../http/access.js'
+import { createMailer, type Mailer } from '../mail/mailer.js'
+import { createAuthenticator } from './authenticate.js'
+import { createCounterStore, LoginFailures, type CounterStore } from './limits.js'
+import { Revocations } from './revocations.js'
+import { AccessTokens, loadSigningKey } from './tokens.js'
+
+/** Everything the identity features share: signing key, revocation list, limits, mail. */
+export interface Identity {
+  readonly tokens: AccessTokens
+  readonly revocations: Revocations
+  readonly counters: CounterStore
+  readonly loginFailures: LoginFailures
+  readonly mailer: Mailer
+  readonly authenticate: Authenticator
+  close (): Promise<void>
+}
+
+export async function createIdentity (
+  db: Db,
+  config: Config,
+  log: FastifyBaseLogger,
+  options: { revocationPollMs?: number | undefined } = {}
+): Promise<Identity> {
+  const tokens = new AccessTokens(await loadSigningKey(db, config))
+  const revocations = new Revocations(db, log, options.revocationPollMs)
+  await revocations.start()
+  const counters = createCounterStore(config, log)
+  const mailer = createMailer(config, log)
+  return {
+    tokens,
+    revocations,
+    counters,
+    loginFailures: new LoginFailures(counters, config.loginFailureLimit),
+    mailer,
+    authenticate: createAuthenticator({ db, tokens, revocations }),
+    async close () {
+      revocations.stop()
+      mailer.close()
+      await counters.close()
+    },
+  }
+}

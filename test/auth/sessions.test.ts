@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { sql } from 'kysely'
+import { assertError, describeEachBackend, waitFor, type Member } from '../helper.js'
+
+const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.'
+const REVOKED = 'The access token has been revoked.'
+
+describeEachBackend('sessions: refresh and logout', (ctx) => {
+  const refresh = (refreshToken: string) =>
+    ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken } })
+  const me = (member: Pick<Member, 'headers'>) => ctx.api.inject({ url: '/api/v1/members/me', headers: member.headers })
+  const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+  const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString())
+
+  it('rotates: a refresh gives a new pair in the same session, and the old refresh token is spent', async () => {
+    const member = await ctx.api.member()
+    const res = await refresh(member.refreshToken)
+    assert.equal(res.statusCode, 201, res.body)
+    const pair = res.json().data
+    assert.deepEqual(Object.keys(pair).sort(), ['accessToken', 'expiresIn', 'refreshExpiresIn', 'refreshToken', 'tokenType'])
+    assert.notEqual(pair.refreshToken, member.refreshToken)
+    assert.equal(claims(pair.accessToken).sid, claims(member.token).sid)
+    assert.equal((await me(bearer(pair.accessToken))).statusCode, 200)
+    assert.equal((await refresh(pair.refreshToken)).statusCode, 201)
+  })
+
+  it('detects reuse: presenting a spent refresh token revokes the whole session', async () => {
+    const member = await ctx.api.member()
+    const rotated = (await refresh(member.refreshToken)).json().data
+    assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+    // The thief's and the owner's tokens of that session are all dead now.
+    assertError(await refresh(rotated.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+    assertError(await me(bearer(rotated.accessToken)), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
+    assertError(await me(member), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
+    const session = await ctx.api.app.db.selectFrom('sessions').select('revoke_reason').executeTakeFirstOrThrow()
+    assert.equal(session.revoke_reason, 'refresh token reused')
+  })
+
+  it('refuses unknown and expired refresh tokens with 401', async () => {
+    assertError(await refresh('x'.repeat(43)), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+    const member = await ctx.api.member()
+    await ctx.api.app.db.updateTable('refresh_tokens').set({ expires_at: sql<Date>`now() - interval '1 second'` }).execute()
+    assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+  })
+
+  it('refuses a malformed refresh body with 400', async () => {
+    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { token: 'x' } })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/auth/refresh',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: 'refreshToken', message: 'is required' }, { field: 'token', message: 'is not a recognised field' }],
+    })
+  })
+
+  it('stores refresh tokens only as hashes', async () => {
+    const member = await ctx.api.member()
+    const rows = await ctx.api.app.db.selectFrom('refresh_tokens').select('token_hash').execute()
+    assert.equal(rows.length, 1)
+    assert.match(rows[0]!.token_hash, /^[0-9a-f]{64}$/)
+    assert.notEqual(rows[0]!.token_hash, member.refreshToken)
+  })
+
+  it('logout ends the session at once: its access token and refresh token are rejected, other sessions live on', async () => {
+    const member = await ctx.api.member()
+    const otherSession = await ctx.api.login(member.email, 'correct horse')
+    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: member.headers })
+    assert.equal(res.statusCode, 201, res.body)
+    assert.deepEqual(res.json(), { success: true, data: null, error: null })
+    const after = await me(member)
+    assertError(after, { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
+    assert.equal(after.headers['www-authenticate'], 'Bearer realm="order-service", error="invalid_token"')
+    assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+    assert.equal((await me(otherSession)).statusCode, 200)
+  })
+
+  it('logout needs a credential', async () => {
+    assertError(await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/logout' }), {
+      code: 'UNAUTHORIZED', instance: '/api/v1/auth/logout', detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.',
+    })
+  })
+
+  it('stops a suspended member: existing tokens are 401, refresh is 401, login is 403', async () => {
+    const member = await ctx.api.member()
+    assert.equal((await me(member)).statusCode, 200)
+    await ctx.api.app.db.updateTable('members').set({ status: 'SUSPENDED', updated_at: sql<Date>`now()` }).where('id', '=', member.id).execute()
+    // This instance learns of a suspension made directly in the database within one poll (50 ms here).
+    await waitFor(async () => (await me(member)).statusCode === 401)
+    assertError(await me(member), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
+    assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+    assertError(await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: member.email, password: 'correct horse' } }), {
+      code: 'ACCOUNT_SUSPENDED', instance: '/api/v1/auth/login', detail: 'This account is suspended.',
+    })
+    // Reinstated, the same token works again (it has not expired).
+    await ctx.api.app.db.updateTable('members').set({ status: 'ACTIVE', updated_at: sql<Date>`now()` }).where('id', '=', member.id).execute()
+    await waitFor(async () => (await me(member)).statusCode === 200)
+  })
+}, { build: { revocationPollMs: 50 } })

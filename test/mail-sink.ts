@@ -1,0 +1,67 @@
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import { SMTPServer } from 'smtp-server'
+
+export interface ReceivedMail {
+  to: string[]
+  raw: string
+}
+
+/** A real SMTP server on a free local port that keeps what it receives, for tests of mailed tokens. */
+export class MailSink {
+  readonly #mails: ReceivedMail[] = []
+  readonly #waiters: Array<() => void> = []
+  readonly #taken = new Set<ReceivedMail>()
+  readonly #server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    onData: (stream, session, callback) => {
+      const chunks: Buffer[] = []
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+      stream.on('end', () => {
+        this.#mails.push({ to: session.envelope.rcptTo.map(r => r.address), raw: Buffer.concat(chunks).toString('utf8') })
+        for (const wake of this.#waiters.splice(0)) wake()
+        callback()
+      })
+    },
+  })
+
+  async start (): Promise<string> {
+    this.#server.listen(0, '127.0.0.1')
+    await once(this.#server.server, 'listening')
+    return `smtp://127.0.0.1:${(this.#server.server.address() as AddressInfo).port}`
+  }
+
+  stop (): Promise<void> {
+    return new Promise(resolve => this.#server.close(() => resolve()))
+  }
+
+  received (to: string): ReceivedMail[] {
+    return this.#mails.filter(mail => mail.to.includes(to))
+  }
+
+  /** Waits (up to 5 s) for the first mail to `to` matching `pattern` that no earlier call returned. */
+  async next (to: string, pattern: RegExp): Promise<ReceivedMail> {
+    const deadline = Date.now() + 5000
+    for (;;) {
+      const mail = this.received(to).find(m => !this.#taken.has(m) && pattern.test(m.raw))
+      if (mail) {
+        this.#taken.add(mail)
+        return mail
+      }
+      if (Date.now() > deadline) throw new Error(`no mail to ${to} matching ${pattern}`)
+      await new Promise<void>(resolve => {
+        this.#waiters.push(resolve)
+        setTimeout(resolve, 100)
+      })
+    }
+  }
+}
+
+/** The one-time token in a mail: a line of 43 base64url characters. */
+export function tokenIn (mail: ReceivedMail): string {
+  const match = /^([A-Za-z0-9_-]{43})\r?$/m.exec(mail.raw)
+  if (!match) throw new Error(`no token in mail:\n${mail.raw}`)
+  return match[1]!
+}
