@@ -28,7 +28,7 @@ export async function createIdentity (
   const tokens = new AccessTokens(await loadSigningKey(db, config))
   const revocations = new Revocations(db, log, options.revocationPollMs)
   await revocations.start()
-  const counters = createCounterStore(config, log)
+  const counters = await createCounterStore(config, log)
   const mailer = createMailer(config, log)
   return {
     tokens,

@@ -6,7 +6,6 @@ import { ApiError } from '../http/errors.js'
 /** Fixed-window counters: how many hits a key has had in its current window, and when it ends. */
 export interface CounterStore {
   increment (key: string, windowMs: number): Promise<Counter>
-  peek (key: string): Promise<Counter>
   reset (key: string): Promise<void>
   close (): Promise<void>
 }
@@ -35,12 +34,6 @@ export class MemoryCounterStore implements CounterStore {
     return { count: counter.count, resetInMs: counter.resetAt - now }
   }
 
-  async peek (key: string): Promise<Counter> {
-    const now = Date.now()
-    const counter = this.#counters.get(key)
-    return counter && counter.resetAt > now ? { count: counter.count, resetInMs: counter.resetAt - now } : { count: 0, resetInMs: 0 }
-  }
-
   async reset (key: string): Promise<void> {
     this.#counters.delete(key)
   }
@@ -56,31 +49,42 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {count, redis.call('PTTL', KEYS[1])}`
 
+type CountingRedis = Redis & { countHit (key: string, windowMs: number): Promise<[number, number]> }
+
 /**
  * Counters in Redis, shared by every instance. If Redis cannot be reached the limits fail open
- * (requests go through, a warning is logged): an outage of the limiter must not lock everyone out.
+ * (requests go through, a warning is logged once per outage): an outage of the limiter must not
+ * lock everyone out. ioredis keeps reconnecting in the background.
  */
 export class RedisCounterStore implements CounterStore {
-  readonly #redis: Redis
+  readonly #redis: CountingRedis
+  #down = false
 
   constructor (url: string, private readonly log: FastifyBaseLogger, private readonly prefix = 'order-service:') {
-    this.#redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 1, enableOfflineQueue: false })
-    this.#redis.on('error', (error) => this.log.warn({ err: error }, 'redis unavailable: rate limits are not enforced'))
+    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    // Sent as EVALSHA, falling back to EVAL once per connection.
+    redis.defineCommand('countHit', { numberOfKeys: 1, lua: INCREMENT })
+    redis.on('error', (error) => {
+      if (this.#down) return
+      this.#down = true
+      this.log.warn({ err: error }, 'redis unavailable: rate limits are not enforced until it is back')
+    })
+    redis.on('ready', () => {
+      if (this.#down) this.log.info('redis reachable again: rate limits are enforced')
+      this.#down = false
+    })
+    this.#redis = redis as CountingRedis
+  }
+
+  /** Connects, so that limits hold from the first request; a Redis that is down does not stop start-up. */
+  async connect (): Promise<void> {
+    await this.#redis.connect().catch(() => {})
   }
 
   async increment (key: string, windowMs: number): Promise<Counter> {
     try {
-      const [count, ttl] = await this.#redis.eval(INCREMENT, 1, this.prefix + key, windowMs) as [number, number]
+      const [count, ttl] = await this.#redis.countHit(this.prefix + key, windowMs)
       return { count, resetInMs: Math.max(ttl, 0) }
-    } catch {
-      return { count: 0, resetInMs: 0 }
-    }
-  }
-
-  async peek (key: string): Promise<Counter> {
-    try {
-      const [count, ttl] = await this.#redis.multi().get(this.prefix + key).pttl(this.prefix + key).exec() ?? []
-      return { count: Number(count?.[1] ?? 0), resetInMs: Math.max(Number(ttl?.[1] ?? 0), 0) }
     } catch {
       return { count: 0, resetInMs: 0 }
     }
@@ -95,14 +99,18 @@ export class RedisCounterStore implements CounterStore {
   }
 }
 
-export function createCounterStore (config: Pick<Config, 'redisUrl'>, log: FastifyBaseLogger): CounterStore {
-  return config.redisUrl ? new RedisCounterStore(config.redisUrl, log) : new MemoryCounterStore()
+/** Redis when REDIS_URL is set (every instance shares the counters), otherwise process memory. */
+export async function createCounterStore (config: Pick<Config, 'redisUrl'>, log: FastifyBaseLogger): Promise<CounterStore> {
+  if (!config.redisUrl) return new MemoryCounterStore()
+  const store = new RedisCounterStore(config.redisUrl, log)
+  await store.connect()
+  return store
 }
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
 
-function tooMany (detail: string, resetInMs: number): ApiError {
-  return new ApiError('TOO_MANY_REQUESTS', detail, { headers: { 'Retry-After': String(seconds(resetInMs)) } })
+function tooMany (detail: string, resetInMs: number, headers: Record<string, string> = {}): ApiError {
+  return new ApiError('TOO_MANY_REQUESTS', detail, { headers: { ...headers, 'Retry-After': String(seconds(resetInMs)) } })
 }
 
 declare module 'fastify' {
@@ -127,11 +135,7 @@ export function registerAuthRateLimit (app: FastifyInstance, store: CounterStore
       'RateLimit-Remaining': String(Math.max(0, limit - count)),
       'RateLimit-Reset': String(seconds(resetInMs)),
     }
-    if (count > limit) {
-      throw new ApiError('TOO_MANY_REQUESTS', 'Too many requests from this address; retry after the time in Retry-After.', {
-        headers: { ...headers, 'Retry-After': String(seconds(resetInMs)) },
-      })
-    }
+    if (count > limit) throw tooMany('Too many requests from this address; retry after the time in Retry-After.', resetInMs, headers)
     reply.headers(headers)
   })
 }
@@ -142,20 +146,22 @@ const LOGIN_WINDOW_MS = 15 * MINUTE
  * LOGIN_FAILURE_LIMIT failed logins per email (lower-cased, whether or not an account has it) per
  * 15 minutes. Once reached, every login for that email is 429 until the window ends, even with
  * the right password; a successful login clears the count.
+ *
+ * The attempt is counted atomically *before* the password is checked, and a success takes it back
+ * (by clearing the count). Counting only after a failed check would let parallel guesses all pass
+ * the check of the counter while their passwords are being verified.
  */
 export class LoginFailures {
   constructor (private readonly store: CounterStore, private readonly limit: number) {}
 
-  async assertNotLocked (email: string): Promise<void> {
-    const { count, resetInMs } = await this.store.peek(this.#key(email))
-    if (count >= this.limit) throw tooMany('Too many failed logins for this email; retry after the time in Retry-After.', resetInMs)
+  /** Counts an attempt for `email`; 429 when the attempts before it already used up the limit. */
+  async begin (email: string): Promise<void> {
+    const { count, resetInMs } = await this.store.increment(this.#key(email), LOGIN_WINDOW_MS)
+    if (count > this.limit) throw tooMany('Too many failed logins for this email; retry after the time in Retry-After.', resetInMs)
   }
 
-  async record (email: string): Promise<void> {
-    await this.store.increment(this.#key(email), LOGIN_WINDOW_MS)
-  }
-
-  async clear (email: string): Promise<void> {
+  /** The attempt succeeded: earlier failures no longer count. */
+  async succeeded (email: string): Promise<void> {
     await this.store.reset(this.#key(email))
   }
 

@@ -26,14 +26,11 @@ async function tokenPair (deps: Deps, member: { id: number, role: Principal['rol
  */
 export async function login (db: Db, deps: Deps, body: LoginBody): Promise<TokenPair> {
   const email = body.email.trim()
-  await deps.loginFailures.assertNotLocked(email)
+  await deps.loginFailures.begin(email)
   const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
-  if (!member || !valid) {
-    await deps.loginFailures.record(email)
-    throw unauthorized('The email or password is incorrect.', false)
-  }
-  await deps.loginFailures.clear(email)
+  if (!member || !valid) throw unauthorized('The email or password is incorrect.', false)
+  await deps.loginFailures.succeeded(email)
   if (member.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
   const session = await startSession(db, member.id)
   return tokenPair(deps, member, session.sessionId, session.refreshToken)
