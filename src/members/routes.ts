@@ -12,7 +12,7 @@ import { changePassword, getMember, registerMember, resetPassword, updateMember,
 
 export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
   const tags = ['members']
-  const deps: MemberDeps = { mailer: identity.mailer, revocations: identity.revocations, log: app.log }
+  const deps: MemberDeps = { mailer: identity.mailer, revocations: identity.revocations, loginFailures: identity.loginFailures, log: app.log }
 
   app.post('/api/v1/members', {
     config: { access: 'public', authRateLimited: true },

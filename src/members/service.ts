@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import { revokeSessions } from '../auth/sessions.js'
+import type { LoginFailures } from '../auth/limits.js'
 import type { Revocations } from '../auth/revocations.js'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
@@ -16,6 +17,7 @@ import type { MemberRow } from './table.js'
 export interface MemberDeps {
   mailer: Mailer
   revocations: Revocations
+  loginFailures: LoginFailures
   log: FastifyBaseLogger
 }
 
@@ -33,22 +35,23 @@ export function toMember (row: MemberRow): Member {
 
 /**
  * Mail leaves after the response: a slow or failing mail server neither delays nor fails the
- * request, and a password-reset request takes as long whether or not the email has an account.
+ * request. `compose` runs then too (it may issue the token the mail carries); a failure is logged.
  */
-function sendInBackground (deps: MemberDeps, mail: Mail): void {
-  deps.mailer.send(mail).catch(error => deps.log.warn({ err: error, to: mail.to, subject: mail.subject }, 'mail could not be sent'))
+function mailInBackground (deps: MemberDeps, to: string, compose: () => Promise<Mail | undefined>): void {
+  compose()
+    .then(mail => mail && deps.mailer.send(mail))
+    .catch(error => deps.log.warn({ err: error, to }, 'mail could not be sent'))
 }
 
 export async function registerMember (db: Db, deps: MemberDeps, body: RegisterBody): Promise<Member> {
   const email = body.email.trim()
   const row = await insertMember(db, { email, passwordHash: await hashPassword(body.password), name: body.name })
   if (!row) throw new ApiError('EMAIL_ALREADY_REGISTERED', 'An account with this email already exists.')
-  const token = await issueMemberToken(db, row.id, 'EMAIL_VERIFICATION')
-  sendInBackground(deps, {
+  mailInBackground(deps, row.email, async () => ({
     to: row.email,
     subject: 'Verify your email address',
-    text: `Welcome, ${row.name}.\n\nTo verify your email address, POST this token to /api/v1/members/email/verify:\n\n${token}\n\nIt works once, for 7 days.\n`,
-  })
+    text: `Welcome, ${row.name}.\n\nTo verify your email address, POST this token to /api/v1/members/email/verify:\n\n${await issueMemberToken(db, row.id, 'EMAIL_VERIFICATION')}\n\nIt works once, for 7 days.\n`,
+  }))
   return toMember(row)
 }
 
@@ -105,27 +108,34 @@ export async function resetPassword (db: Db, deps: MemberDeps, body: PasswordRes
     throw invalidParam('token', 'send either {email} to request a reset or {token, newPassword} to complete one, not both')
   }
   if (body.email !== undefined) {
-    const member = await findMemberByEmail(db, body.email.trim())
-    if (member && member.status === 'ACTIVE') {
-      const token = await issueMemberToken(db, member.id, 'PASSWORD_RESET')
-      sendInBackground(deps, {
+    // The lookup, the token and the mail all happen after the response, so that the answer and its
+    // timing are the same whether or not an account has this email (no account enumeration).
+    const email = body.email.trim()
+    mailInBackground(deps, email, async () => {
+      const member = await findMemberByEmail(db, email)
+      if (!member || member.status !== 'ACTIVE') return undefined
+      return {
         to: member.email,
         subject: 'Reset your password',
-        text: `To choose a new password, POST this token with {"token", "newPassword"} to /api/v1/members/password/reset:\n\n${token}\n\nIt works once, for 1 hour. If you did not ask for this, ignore this mail.\n`,
-      })
-    }
+        text: `To choose a new password, POST this token with {"token", "newPassword"} to /api/v1/members/password/reset:\n\n${await issueMemberToken(db, member.id, 'PASSWORD_RESET')}\n\nIt works once, for 1 hour. If you did not ask for this, ignore this mail.\n`,
+      }
+    })
     return
   }
   if (body.token === undefined) throw invalidParam('email', 'is required (or send token and newPassword)')
   if (body.newPassword === undefined) throw invalidParam('newPassword', 'is required with token')
   const passwordHash = await hashPassword(body.newPassword)
   const token = body.token
-  const revoked = await db.transaction().execute(async (trx) => {
+  const { email, revoked } = await db.transaction().execute(async (trx) => {
     const memberId = await consumeMemberToken(trx, token, 'PASSWORD_RESET')
-    await trx.updateTable('members').set({ password_hash: passwordHash, updated_at: sql<Date>`now()` }).where('id', '=', memberId).execute()
-    return revokeSessions(trx, { memberId }, 'password reset')
+    // The mailed token proves the address too; and failed logins before the reset no longer lock it.
+    const member = await trx.updateTable('members')
+      .set({ password_hash: passwordHash, email_verified: true, updated_at: sql<Date>`now()` })
+      .where('id', '=', memberId).returning('email').executeTakeFirstOrThrow()
+    return { email: member.email, revoked: await revokeSessions(trx, { memberId }, 'password reset') }
   })
   deps.revocations.revoke(revoked)
+  await deps.loginFailures.succeeded(email)
 }
 
 export async function verifyEmail (db: Db, token: string): Promise<void> {
