@@ -29,8 +29,8 @@ declare module 'fastify' {
 export interface BuildOptions {
   /** An already open database (tests share one across apps); the app then leaves it open on close. */
   database?: DatabaseHandle
-  /** Pino logger options; defaults to JSON logs at `LOG_LEVEL`. */
-  logger?: boolean | object
+  /** `false` for no logs, or pino options merged over the defaults (JSON at `LOG_LEVEL`, credentials redacted). */
+  logger?: false | Record<string, unknown>
   /** How often to look for sessions revoked and members suspended by other instances (default 1 s). */
   revocationPollMs?: number
 }
@@ -50,7 +50,7 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
  */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? { level: config.logLevel, redact: REDACT },
+    logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
     // A hop count trusts that many proxies in front of us (what proxy-addr does with a number).
     trustProxy: typeof config.trustProxy === 'number'
       ? (_address: string, hop: number) => hop < (config.trustProxy as number)
