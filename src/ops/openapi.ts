@@ -5,6 +5,7 @@ import { ErrorEnvelope, ProblemSchema } from '../http/schemas.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 const EmptyQuery = Type.Object({}, { additionalProperties: false })
+const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
 
 /**
  * The OpenAPI 3.1 document is generated from the route schemas that validate requests, so the two
@@ -24,7 +25,8 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     schema.response = response
     if (route.url.startsWith('/api/') && schema.querystring === undefined) schema.querystring = EmptyQuery
     if (schema.security === undefined) {
-      schema.security = route.config?.access === 'public' ? [] : [{ bearerAuth: [] }]
+      // Either credential will do: a bearer access token or an API key.
+      schema.security = route.config?.access === 'public' ? [] : CREDENTIALS
     }
     route.schema = schema
   })
@@ -40,7 +42,8 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       servers: [{ url: '/' }],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from /api/v1/auth/login or /refresh (15 minutes)' },
+          apiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'API key secret from /api/v1/members/me/api-keys' },
         },
       },
     },

@@ -75,14 +75,14 @@ describe('GET /v3/api-docs', () => {
     }
   })
 
-  it('marks public operations as needing no credential and the others as bearer-authenticated', () => {
+  it('marks public operations as needing no credential and the others as taking a bearer token or an API key', () => {
     const open = [
       'get /api/v1/health', 'post /api/v1/members', 'post /api/v1/auth/login', 'post /api/v1/auth/refresh',
       'post /api/v1/members/password/reset', 'post /api/v1/members/email/verify', 'get /api/v1/products/{id}',
     ]
     for (const operation of OPERATIONS) {
       const [method, path] = operation.split(' ') as [string, string]
-      assert.deepEqual(doc.paths[path][method].security, open.includes(operation) ? [] : [{ bearerAuth: [] }], operation)
+      assert.deepEqual(doc.paths[path][method].security, open.includes(operation) ? [] : [{ bearerAuth: [] }, { apiKeyAuth: [] }], operation)
     }
   })
 
