@@ -1,9 +1,10 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { authRoutes } from './auth/routes.js'
 import helmet from '@fastify/helmet'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { createIdentity } from './auth/identity.js'
 import { registerAuthRateLimit } from './auth/limits.js'
+import { authRoutes } from './auth/routes.js'
+import { purgeExpiredSessions } from './auth/sessions.js'
 import { adminProductRoutes } from './catalog/admin-routes.js'
 import { productRoutes } from './catalog/routes.js'
 import type { Config } from './config.js'
@@ -13,6 +14,7 @@ import { registerAccessRules } from './http/access.js'
 import { collectRoutes, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { purgeExpiredKeys } from './idempotency/service.js'
+import { purgeExpiredMemberTokens } from './members/member-tokens.js'
 import { memberRoutes } from './members/routes.js'
 import { bootstrapAdmin } from './members/service.js'
 import { registerOpenApi } from './ops/openapi.js'
@@ -41,7 +43,7 @@ const REDACT = [
   'password', 'currentPassword', 'newPassword', 'refreshToken', 'accessToken', 'secret', 'token',
 ]
 
-/** How often expired idempotency keys are purged. */
+/** How often expired rows (idempotency keys, refresh and mailed tokens) are purged. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000
 
 /**
@@ -91,8 +93,16 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(orderRoutes)
   registerMethodNotAllowed(app, routes)
 
+  // Housekeeping: rows whose lifetime has ended are deleted in the background, so tables do not grow forever.
+  const purges: Array<[string, (db: Db) => Promise<number>]> = [
+    ['idempotency keys', purgeExpiredKeys],
+    ['refresh tokens and sessions', purgeExpiredSessions],
+    ['mailed tokens', purgeExpiredMemberTokens],
+  ]
   const purge = setInterval(() => {
-    purgeExpiredKeys(database.db).catch(error => app.log.warn({ err: error }, 'idempotency key purge failed'))
+    for (const [what, run] of purges) {
+      run(database.db).catch(error => app.log.warn({ err: error }, `purge of expired ${what} failed`))
+    }
   }, Math.min(PURGE_INTERVAL_MS, config.idempotencyTtlMs))
   purge.unref()
   app.addHook('onClose', async () => clearInterval(purge))

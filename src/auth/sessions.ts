@@ -76,3 +76,19 @@ export async function revokeSessions (
   const rows = await query.returning('id').execute()
   return rows.map(row => row.id)
 }
+
+/**
+ * Deletes refresh tokens past their expiry, then sessions left without any: a session's last access
+ * token was issued with its newest refresh token, 14 days before that expired, so it is long dead.
+ * Returns how many sessions went.
+ */
+export async function purgeExpiredSessions (db: Db): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('refresh_tokens').where('expires_at', '<=', sql<Date>`now()`).execute()
+    const result = await trx.deleteFrom('sessions')
+      .where(eb => eb.not(eb.exists(eb.selectFrom('refresh_tokens').select(sql`1`.as('one'))
+        .whereRef('refresh_tokens.session_id', '=', 'sessions.id'))))
+      .executeTakeFirst()
+    return Number(result.numDeletedRows)
+  })
+}

@@ -37,3 +37,9 @@ export async function consumeMemberToken (trx: Tx, token: string, purpose: Membe
   if (!row) throw new ApiError('INVALID_TOKEN', 'The token is invalid, has expired or was already used.')
   return row.member_id
 }
+
+/** Deletes mailed tokens past their expiry (used or not); returns how many. */
+export async function purgeExpiredMemberTokens (db: Db): Promise<number> {
+  const result = await db.deleteFrom('member_tokens').where('expires_at', '<=', sql<Date>`now()`).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { sql } from 'kysely'
+import { purgeExpiredSessions } from '../../src/auth/sessions.js'
+import { purgeExpiredMemberTokens } from '../../src/members/member-tokens.js'
 import { assertError, describeEachBackend, waitFor, type Member } from '../helper.js'
 
 const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.'
@@ -79,6 +81,30 @@ describeEachBackend('sessions: refresh and logout', (ctx) => {
     assertError(await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/logout' }), {
       code: 'UNAUTHORIZED', instance: '/api/v1/auth/logout', detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.',
     })
+  })
+
+  it('purges expired refresh tokens, sessions left without any, and expired mailed tokens; nothing live', async () => {
+    const db = ctx.api.app.db
+    const old = await ctx.api.member('old')
+    const live = await ctx.api.member('live')
+    await refresh(live.refreshToken) // a spent but unexpired token stays: reuse detection needs it
+    const sessionOf = (member: Member) => claims(member.token).sid as string
+    await db.updateTable('refresh_tokens').set({ expires_at: sql<Date>`now() - interval '1 second'` })
+      .where('session_id', '=', sessionOf(old)).execute()
+    const registered = await db.selectFrom('member_tokens').select('member_id').execute()
+    assert.equal(registered.length, 2, 'each registration issued a verification token')
+    await db.updateTable('member_tokens').set({ expires_at: sql<Date>`now() - interval '1 second'` })
+      .where('member_id', '=', old.id).execute()
+
+    assert.equal(await purgeExpiredSessions(db), 1)
+    assert.equal(await purgeExpiredMemberTokens(db), 1)
+
+    const sessions = await db.selectFrom('sessions').select('id').execute()
+    assert.deepEqual(sessions.map(row => row.id), [sessionOf(live)])
+    assert.equal((await db.selectFrom('refresh_tokens').select('token_hash').execute()).length, 2)
+    assert.deepEqual((await db.selectFrom('member_tokens').select('member_id').execute()).map(row => row.member_id), [live.id])
+    assert.equal((await me(live)).statusCode, 200)
+    assert.equal(await purgeExpiredSessions(db), 0)
   })
 
   it('stops a suspended member: existing tokens are 401, refresh is 401, login is 403', async () => {
