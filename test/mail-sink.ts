@@ -4,7 +4,21 @@ import { SMTPServer } from 'smtp-server'
 
 export interface ReceivedMail {
   to: string[]
+  /** The message as it arrived: headers and encoded body. */
   raw: string
+  /** The body as a mail client shows it (quoted-printable decoded). */
+  text: string
+}
+
+/** The body of a single-part message, decoded if it is quoted-printable (nodemailer's choice for long lines). */
+function bodyText (raw: string): string {
+  const split = raw.indexOf('\r\n\r\n')
+  const headers = raw.slice(0, split)
+  const body = raw.slice(split + 4)
+  if (!/^content-transfer-encoding:\s*quoted-printable/im.test(headers)) return body
+  // Soft line breaks go; =XX is a byte. Literal % is escaped first so that decodeURIComponent reads only our bytes.
+  const escaped = body.replace(/=\r?\n/g, '').replaceAll('%', '%25').replace(/=([0-9A-F]{2})/gi, (_, hex: string) => `%${hex}`)
+  return decodeURIComponent(escaped)
 }
 
 /** A real SMTP server on a free local port that keeps what it receives, for tests of mailed tokens. */
@@ -20,7 +34,8 @@ export class MailSink {
       const chunks: Buffer[] = []
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
       stream.on('end', () => {
-        this.#mails.push({ to: session.envelope.rcptTo.map(r => r.address), raw: Buffer.concat(chunks).toString('utf8') })
+        const raw = Buffer.concat(chunks).toString('utf8')
+        this.#mails.push({ to: session.envelope.rcptTo.map(r => r.address), raw, text: bodyText(raw) })
         for (const wake of this.#waiters.splice(0)) wake()
         callback()
       })
@@ -59,9 +74,9 @@ export class MailSink {
   }
 }
 
-/** The one-time token in a mail: a line of 43 base64url characters. */
+/** The one-time token in a mail: a line of 43 base64url characters, as the reader sees it. */
 export function tokenIn (mail: ReceivedMail): string {
-  const match = /^([A-Za-z0-9_-]{43})\r?$/m.exec(mail.raw)
+  const match = /^([A-Za-z0-9_-]{43})\r?$/m.exec(mail.text)
   if (!match) throw new Error(`no token in mail:\n${mail.raw}`)
   return match[1]!
 }

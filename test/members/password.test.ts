@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict'
+import { after, it } from 'node:test'
+import { sql } from 'kysely'
+import { randomBytes } from 'node:crypto'
+import { assertError, describeEachBackend, type Api, type Member } from '../helper.js'
+import { MailSink, tokenIn } from '../mail-sink.js'
+
+const sink = new MailSink()
+const smtpUrl = await sink.start()
+after(() => sink.stop())
+
+const INVALID_BODY = 'The request body has invalid parameters.'
+const INVALID_REQUEST = 'The request has invalid parameters.'
+const INVALID_TOKEN = 'The token is invalid, has expired or was already used.'
+const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.'
+const REVOKED = 'The access token has been revoked.'
+const OK_NULL = { success: true, data: null, error: null }
+const RESET = '/api/v1/members/password/reset'
+const VERIFY = '/api/v1/members/email/verify'
+const CHANGE = '/api/v1/members/password/change'
+
+/** Shortcuts shared by the suites below; each goes through real HTTP. */
+function calls (ctx: { readonly api: Api }) {
+  return {
+    login: (email: string, password: string) =>
+      ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } }),
+    refresh: (refreshToken: string) => ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken } }),
+    me: (member: Pick<Member, 'headers'>) => ctx.api.inject({ url: '/api/v1/members/me', headers: member.headers }),
+    reset: (payload: object) => ctx.api.inject({ method: 'POST', url: RESET, payload }),
+    verify: (payload: object) => ctx.api.inject({ method: 'POST', url: VERIFY, payload }),
+    /** Asks for a reset mail for `email` and returns the token it carries. */
+    async resetToken (email: string): Promise<string> {
+      const res = await ctx.api.inject({ method: 'POST', url: RESET, payload: { email } })
+      assert.equal(res.statusCode, 201, res.body)
+      return tokenIn(await sink.next(email, /Reset your password/))
+    },
+  }
+}
+
+/** Asserts that every session in `sessions` is over: its access token and its refresh token get 401. */
+async function assertEnded (api: ReturnType<typeof calls>, sessions: Member[]): Promise<void> {
+  for (const session of sessions) {
+    assertError(await api.me(session), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
+    assertError(await api.refresh(session.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
+  }
+}
+
+describeEachBackend('PATCH /api/v1/members/password/change', (ctx) => {
+  const api = calls(ctx)
+  const change = (member: Pick<Member, 'headers'>, payload: object) =>
+    ctx.api.inject({ method: 'PATCH', url: CHANGE, headers: member.headers, payload })
+
+  it('changes the password: 200 data null, the old password then fails login and the new one works', async () => {
+    const member = await ctx.api.member()
+    const res = await change(member, { currentPassword: 'correct horse', newPassword: 'battery staple' })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.deepEqual(res.json(), OK_NULL)
+    assertError(await api.login(member.email, 'correct horse'), {
+      code: 'UNAUTHORIZED', instance: '/api/v1/auth/login', detail: 'The email or password is incorrect.',
+    })
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+  })
+
+  it('ends the member’s other sessions while the session that made the change lives on', async () => {
+    const member = await ctx.api.member()
+    const others = [await ctx.api.login(member.email, 'correct horse'), await ctx.api.login(member.email, 'correct horse')]
+    const bystander = await ctx.api.member('bystander')
+    assert.equal((await change(member, { currentPassword: 'correct horse', newPassword: 'battery staple' })).statusCode, 200)
+    await assertEnded(api, others)
+    assert.equal((await api.me(member)).statusCode, 200)
+    assert.equal((await api.refresh(member.refreshToken)).statusCode, 201)
+    assert.equal((await api.me(bystander)).statusCode, 200)
+  })
+
+  it('refuses a wrong currentPassword with 400 naming currentPassword and changes nothing', async () => {
+    const member = await ctx.api.member()
+    const other = await ctx.api.login(member.email, 'correct horse')
+    assertError(await change(member, { currentPassword: 'not my password', newPassword: 'battery staple' }), {
+      code: 'VALIDATION_FAILED',
+      instance: CHANGE,
+      detail: INVALID_REQUEST,
+      invalidParams: [{ field: 'currentPassword', message: 'is not the current password' }],
+    })
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 401)
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+    assert.equal((await api.me(other)).statusCode, 200)
+  })
+
+  const invalid: Array<[string, object, Array<{ field: string, message: string }>]> = [
+    ['a 7-character newPassword', { currentPassword: 'correct horse', newPassword: '1234567' }, [{ field: 'newPassword', message: 'must be at least 8 characters' }]],
+    ['a 129-character newPassword', { currentPassword: 'correct horse', newPassword: 'p'.repeat(129) }, [{ field: 'newPassword', message: 'must be at most 128 characters' }]],
+    ['a missing currentPassword', { newPassword: 'battery staple' }, [{ field: 'currentPassword', message: 'is required' }]],
+    ['an unknown field', { currentPassword: 'correct horse', newPassword: 'battery staple', password: 'x' }, [{ field: 'password', message: 'is not a recognised field' }]],
+  ]
+  for (const [what, payload, invalidParams] of invalid) {
+    it(`refuses ${what} with 400 naming the field and keeps the password`, async () => {
+      const member = await ctx.api.member()
+      assertError(await change(member, payload), { code: 'VALIDATION_FAILED', instance: CHANGE, detail: INVALID_BODY, invalidParams })
+      assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+    })
+  }
+
+  it('refuses an anonymous caller with 401', async () => {
+    const res = await ctx.api.inject({ method: 'PATCH', url: CHANGE, payload: { currentPassword: 'correct horse', newPassword: 'battery staple' } })
+    assertError(res, {
+      code: 'UNAUTHORIZED', instance: CHANGE, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.',
+    })
+    assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service"')
+  })
+})
+
+describeEachBackend('POST /api/v1/members/password/reset', (ctx) => {
+  const api = calls(ctx)
+
+  it('answers {email} with the same 201 whether or not an account has it, and mails a token only to the account', async () => {
+    const member = await ctx.api.member()
+    const unknown = await api.reset({ email: 'nobody-here@example.com' })
+    const known = await api.reset({ email: member.email })
+    for (const res of [unknown, known]) {
+      assert.equal(res.statusCode, 201, res.body)
+      assert.deepEqual(res.json(), OK_NULL)
+    }
+    assert.equal(known.body, unknown.body)
+    assert.equal(known.headers['content-type'], unknown.headers['content-type'])
+    const mail = await sink.next(member.email, /Reset your password/)
+    assert.match(tokenIn(mail), /^[A-Za-z0-9_-]{43}$/)
+    assert.deepEqual(sink.received('nobody-here@example.com'), [])
+  })
+
+  it('completes with {token, newPassword}: 201 data null, the new password works and the old one fails', async () => {
+    const member = await ctx.api.member()
+    const res = await api.reset({ token: await api.resetToken(member.email), newPassword: 'battery staple' })
+    assert.equal(res.statusCode, 201, res.body)
+    assert.deepEqual(res.json(), OK_NULL)
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 401)
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+  })
+
+  it('ends every session the member had before the reset', async () => {
+    const member = await ctx.api.member()
+    const other = await ctx.api.login(member.email, 'correct horse')
+    const bystander = await ctx.api.member('bystander')
+    const token = await api.resetToken(member.email)
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
+    await assertEnded(api, [member, other])
+    assert.equal((await api.me(bystander)).statusCode, 200)
+  })
+
+  it('marks the email verified: the mailed token proves the address', async () => {
+    const member = await ctx.api.member()
+    assert.equal((await api.me(member)).json().data.emailVerified, false)
+    assert.equal((await api.reset({ token: await api.resetToken(member.email), newPassword: 'battery staple' })).statusCode, 201)
+    const fresh = await ctx.api.login(member.email, 'battery staple')
+    assert.equal((await api.me(fresh)).json().data.emailVerified, true)
+  })
+
+  it('refuses the same token a second time with 400 INVALID_TOKEN and keeps the password the first use set', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
+    assertError(await api.reset({ token, newPassword: 'another password' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    assert.equal((await api.login(member.email, 'another password')).statusCode, 401)
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+  })
+
+  it('refuses an expired token with 400 INVALID_TOKEN and keeps the old password', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    await ctx.api.app.db.updateTable('member_tokens').set({ expires_at: sql<Date>`now() - interval '1 second'` })
+      .where('member_id', '=', member.id).where('purpose', '=', 'PASSWORD_RESET').execute()
+    assertError(await api.reset({ token, newPassword: 'battery staple' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+  })
+
+  it('refuses a garbage token with 400 INVALID_TOKEN', async () => {
+    for (const token of ['x'.repeat(43), 'garbage']) {
+      assertError(await api.reset({ token, newPassword: 'battery staple' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    }
+  })
+
+  it('makes the first mailed token stop working when a second reset is requested', async () => {
+    const member = await ctx.api.member()
+    const first = await api.resetToken(member.email)
+    const second = await api.resetToken(member.email)
+    assert.notEqual(first, second)
+    assertError(await api.reset({ token: first, newPassword: 'battery staple' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    assert.equal((await api.reset({ token: second, newPassword: 'battery staple' })).statusCode, 201)
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+  })
+
+  const invalid: Array<[string, object, string, Array<{ field: string, message: string }>]> = [
+    ['{}', {}, INVALID_REQUEST, [{ field: 'email', message: 'is required (or send token and newPassword)' }]],
+    ['{token} without newPassword', { token: 'x'.repeat(43) }, INVALID_REQUEST, [{ field: 'newPassword', message: 'is required with token' }]],
+    ['{email} that is not an email', { email: 'not-an-email' }, INVALID_BODY, [{ field: 'email', message: 'must be an email address' }]],
+    ['a 7-character newPassword', { token: 'x'.repeat(43), newPassword: '1234567' }, INVALID_BODY, [{ field: 'newPassword', message: 'must be at least 8 characters' }]],
+    ['an unknown field', { email: 'a@example.com', name: 'x' }, INVALID_BODY, [{ field: 'name', message: 'is not a recognised field' }]],
+  ]
+  for (const [what, payload, detail, invalidParams] of invalid) {
+    it(`refuses ${what} with 400 naming ${invalidParams[0]!.field}`, async () => {
+      assertError(await api.reset(payload), { code: 'VALIDATION_FAILED', instance: RESET, detail, invalidParams })
+    })
+  }
+
+  it('refuses a body with both shapes {email, token, newPassword} with 400 naming token, and the token stays usable', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    assertError(await api.reset({ email: member.email, token, newPassword: 'battery staple' }), {
+      code: 'VALIDATION_FAILED',
+      instance: RESET,
+      detail: INVALID_REQUEST,
+      invalidParams: [{ field: 'token', message: 'send either {email} to request a reset or {token, newPassword} to complete one, not both' }],
+    })
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
+  })
+
+  it('lets a member locked out by failed logins (429) log in with the new password at once after a reset', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 2; i++) assert.equal((await api.login(member.email, 'wrong guess')).statusCode, 401)
+    assertError(await api.login(member.email, 'correct horse'), {
+      code: 'TOO_MANY_REQUESTS', instance: '/api/v1/auth/login', detail: 'Too many failed logins for this email; retry after the time in Retry-After.',
+    })
+    assert.equal((await api.reset({ token: await api.resetToken(member.email), newPassword: 'battery staple' })).statusCode, 201)
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+  })
+}, { env: { SMTP_URL: smtpUrl, LOGIN_FAILURE_LIMIT: '2' } })
+
+describeEachBackend('POST /api/v1/members/email/verify', (ctx) => {
+  const api = calls(ctx)
+  const verificationToken = async (email: string) => tokenIn(await sink.next(email, /Verify your email address/))
+
+  it('verifies the address with the token mailed at registration: 201 data null, then emailVerified is true', async () => {
+    // Names of these lengths push the mail's lines past 76 characters, so it is sent quoted-printable.
+    for (const name of ['V', 'Verity Quill-Hopkins', 'n'.repeat(100)]) {
+      const email = `verify-${randomBytes(4).toString('hex')}@example.com`
+      const registered = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name } })
+      assert.equal(registered.statusCode, 201, registered.body)
+      assert.equal(registered.json().data.emailVerified, false)
+      const res = await api.verify({ token: await verificationToken(email) })
+      assert.equal(res.statusCode, 201, res.body)
+      assert.deepEqual(res.json(), OK_NULL)
+      assert.equal((await api.me(await ctx.api.login(email, 'correct horse'))).json().data.emailVerified, true)
+    }
+  })
+
+  it('refuses the same token a second time with 400 INVALID_TOKEN', async () => {
+    const member = await ctx.api.member()
+    const token = await verificationToken(member.email)
+    assert.equal((await api.verify({ token })).statusCode, 201)
+    assertError(await api.verify({ token }), { code: 'INVALID_TOKEN', instance: VERIFY, detail: INVALID_TOKEN })
+  })
+
+  it('refuses a password-reset token (another purpose) with 400 INVALID_TOKEN; it stays good for a reset', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    assertError(await api.verify({ token }), { code: 'INVALID_TOKEN', instance: VERIFY, detail: INVALID_TOKEN })
+    assert.equal((await api.me(member)).json().data.emailVerified, false)
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
+  })
+
+  it('refuses a verification token for a password reset with 400 INVALID_TOKEN', async () => {
+    const member = await ctx.api.member()
+    const token = await verificationToken(member.email)
+    assertError(await api.reset({ token, newPassword: 'battery staple' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+  })
+
+  it('refuses a garbage token with 400 INVALID_TOKEN', async () => {
+    assertError(await api.verify({ token: 'x'.repeat(43) }), { code: 'INVALID_TOKEN', instance: VERIFY, detail: INVALID_TOKEN })
+  })
+
+  it('refuses a missing or empty token with 400 naming token', async () => {
+    for (const [payload, message] of [[{}, 'is required'], [{ token: '' }, 'must not be empty']] as const) {
+      assertError(await api.verify(payload), {
+        code: 'VALIDATION_FAILED', instance: VERIFY, detail: INVALID_BODY, invalidParams: [{ field: 'token', message }],
+      })
+    }
+  })
+}, { env: { SMTP_URL: smtpUrl } })
