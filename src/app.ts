@@ -37,10 +37,11 @@ export interface BuildOptions {
   revocationPollMs?: number
 }
 
-/** Credentials never reach the logs, whatever a serializer or a log call includes. */
+/** Credentials never reach the logs, whatever a serializer or a log call includes (top level or one deep). */
+const SECRET_FIELDS = ['password', 'currentPassword', 'newPassword', 'refreshToken', 'accessToken', 'secret', 'token']
 const REDACT = [
   'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers.cookie',
-  'password', 'currentPassword', 'newPassword', 'refreshToken', 'accessToken', 'secret', 'token',
+  ...SECRET_FIELDS, ...SECRET_FIELDS.map(field => `*.${field}`),
 ]
 
 /** How often expired rows (idempotency keys, refresh and mailed tokens) are purged. */

@@ -5,7 +5,8 @@ import { ApiError } from '../http/errors.js'
 
 /** Fixed-window counters: how many hits a key has had in its current window, and when it ends. */
 export interface CounterStore {
-  increment (key: string, windowMs: number): Promise<Counter>
+  /** Counts a hit; null when nothing could be counted (the store is down: limits fail open). */
+  increment (key: string, windowMs: number): Promise<Counter | null>
   reset (key: string): Promise<void>
   close (): Promise<void>
 }
@@ -81,12 +82,12 @@ export class RedisCounterStore implements CounterStore {
     await this.#redis.connect().catch(() => {})
   }
 
-  async increment (key: string, windowMs: number): Promise<Counter> {
+  async increment (key: string, windowMs: number): Promise<Counter | null> {
     try {
       const [count, ttl] = await this.#redis.countHit(this.prefix + key, windowMs)
       return { count, resetInMs: Math.max(ttl, 0) }
     } catch {
-      return { count: 0, resetInMs: 0 }
+      return null
     }
   }
 
@@ -109,8 +110,20 @@ export async function createCounterStore (config: Pick<Config, 'redisUrl'>, log:
 
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
 
-function tooMany (detail: string, resetInMs: number, headers: Record<string, string> = {}): ApiError {
-  return new ApiError('TOO_MANY_REQUESTS', detail, { headers: { ...headers, 'Retry-After': String(seconds(resetInMs)) } })
+/** The IETF RateLimit fields of a counter against `limit`. */
+function rateLimitHeaders (limit: number, { count, resetInMs }: Counter): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(limit),
+    'RateLimit-Remaining': String(Math.max(0, limit - count)),
+    'RateLimit-Reset': String(seconds(resetInMs)),
+  }
+}
+
+/** 429 for a counter over its limit, with Retry-After and the RateLimit fields of that same limit. */
+function tooMany (detail: string, limit: number, counter: Counter): ApiError {
+  return new ApiError('TOO_MANY_REQUESTS', detail, {
+    headers: { ...rateLimitHeaders(limit, counter), 'Retry-After': String(seconds(counter.resetInMs)) },
+  })
 }
 
 declare module 'fastify' {
@@ -124,19 +137,16 @@ const MINUTE = 60_000
 
 /**
  * AUTH_RATE_LIMIT requests per minute per client address on the routes that declare
- * `authRateLimited`; answers carry RateLimit-* headers, and the one over the limit is 429.
+ * `authRateLimited`; answers carry RateLimit-* headers (none while the store is down and nothing
+ * is counted), and the one over the limit is 429.
  */
 export function registerAuthRateLimit (app: FastifyInstance, store: CounterStore, limit: number): void {
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404 || !request.routeOptions.config.authRateLimited) return
-    const { count, resetInMs } = await store.increment(`auth-rate:${request.ip}`, MINUTE)
-    const headers = {
-      'RateLimit-Limit': String(limit),
-      'RateLimit-Remaining': String(Math.max(0, limit - count)),
-      'RateLimit-Reset': String(seconds(resetInMs)),
-    }
-    if (count > limit) throw tooMany('Too many requests from this address; retry after the time in Retry-After.', resetInMs, headers)
-    reply.headers(headers)
+    const counter = await store.increment(`auth-rate:${request.ip}`, MINUTE)
+    if (!counter) return // not counted: no limit to report
+    if (counter.count > limit) throw tooMany('Too many requests from this address; retry after the time in Retry-After.', limit, counter)
+    reply.headers(rateLimitHeaders(limit, counter))
   })
 }
 
@@ -156,8 +166,10 @@ export class LoginFailures {
 
   /** Counts an attempt for `email`; 429 when the attempts before it already used up the limit. */
   async begin (email: string): Promise<void> {
-    const { count, resetInMs } = await this.store.increment(this.#key(email), LOGIN_WINDOW_MS)
-    if (count > this.limit) throw tooMany('Too many failed logins for this email; retry after the time in Retry-After.', resetInMs)
+    const counter = await this.store.increment(this.#key(email), LOGIN_WINDOW_MS)
+    if (counter && counter.count > this.limit) {
+      throw tooMany('Too many failed logins for this email; retry after the time in Retry-After.', this.limit, counter)
+    }
   }
 
   /** The attempt succeeded: earlier failures no longer count. */
