@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, it } from 'node:test'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import type { DatabaseHandle } from '../../src/db/database.js'
+import { ADMIN, assertError, BACKENDS, createTestDatabase, describeEachBackend, errorBody, testConfig } from '../helper.js'
+
+const LOGIN = '/api/v1/auth/login'
+const ADDRESS_LIMITED = 'Too many requests from this address; retry after the time in Retry-After.'
+const EMAIL_LOCKED = 'Too many failed logins for this email; retry after the time in Retry-After.'
+const WRONG = { code: 'UNAUTHORIZED', instance: LOGIN, detail: 'The email or password is incorrect.' }
+
+/** A client address of its own for every call, so counters (per address) never leak between tests or runs. */
+const address = () => `10.${[...randomBytes(3)].join('.')}`
+const unique = (name: string) => `${name}-${Date.now()}-${randomBytes(4).toString('hex')}@example.com`
+
+function assertSeconds (value: unknown, max: number, name: string): number {
+  assert.match(String(value), /^\d+$/, `${name}: ${value}`)
+  const seconds = Number(value)
+  assert.ok(seconds >= 1 && seconds <= max, `${name} ${seconds} is not within 1..${max}`)
+  return seconds
+}
+
+function assertRateLimitHeaders (res: LightMyRequestResponse, limit: number, remaining: number): void {
+  assert.equal(res.headers['ratelimit-limit'], String(limit), res.body)
+  assert.equal(res.headers['ratelimit-remaining'], String(remaining), res.body)
+  assertSeconds(res.headers['ratelimit-reset'], 60, 'RateLimit-Reset')
+}
+
+function assertAddressLimited (res: LightMyRequestResponse, instance: string, limit: number): void {
+  assertError(res, { code: 'TOO_MANY_REQUESTS', instance, detail: ADDRESS_LIMITED })
+  assertRateLimitHeaders(res, limit, 0)
+  assert.equal(assertSeconds(res.headers['retry-after'], 60, 'Retry-After'), Number(res.headers['ratelimit-reset']))
+}
+
+/** A locked email's 429 describes the per-email limit (3 in these suites), not the per-address budget. */
+function assertEmailLocked (res: LightMyRequestResponse): void {
+  assertError(res, { code: 'TOO_MANY_REQUESTS', instance: LOGIN, detail: EMAIL_LOCKED })
+  const retryAfter = assertSeconds(res.headers['retry-after'], 900, 'Retry-After')
+  assert.equal(res.headers['ratelimit-limit'], '3')
+  assert.equal(res.headers['ratelimit-remaining'], '0')
+  assert.equal(res.headers['ratelimit-reset'], String(retryAfter))
+}
+
+const loginRequest = (email: string, password: string, remoteAddress = address()) =>
+  ({ method: 'POST' as const, url: LOGIN, payload: { email, password }, remoteAddress })
+
+describeEachBackend('AUTH_RATE_LIMIT per client address', (ctx) => {
+  const login = (remoteAddress: string) => ctx.api.inject(loginRequest(ADMIN.email, ADMIN.password, remoteAddress))
+
+  it('answers the request over AUTH_RATE_LIMIT with 429, Retry-After and RateLimit headers', async () => {
+    const client = address()
+    for (const remaining of [2, 1, 0]) {
+      const res = await login(client)
+      assert.equal(res.statusCode, 201, res.body)
+      assertRateLimitHeaders(res, 3, remaining)
+    }
+    assertAddressLimited(await login(client), LOGIN, 3)
+  })
+
+  it('counts register, password reset and refresh against the same budget, and a refused register creates nothing', async () => {
+    const client = address()
+    const register = (email: string) => ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name: 'R' }, remoteAddress: client,
+    })
+    const registered = await register(unique('first'))
+    assert.equal(registered.statusCode, 201, registered.body)
+    assertRateLimitHeaders(registered, 3, 2)
+    const reset = await ctx.api.inject({ method: 'POST', url: '/api/v1/members/password/reset', payload: { email: unique('nobody') }, remoteAddress: client })
+    assert.equal(reset.statusCode, 201, reset.body)
+    assertRateLimitHeaders(reset, 3, 1)
+    const refresh = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken: 'x'.repeat(43) }, remoteAddress: client })
+    assert.equal(refresh.statusCode, 401, refresh.body)
+    assertRateLimitHeaders(refresh, 3, 0)
+
+    const refused = unique('refused')
+    assertAddressLimited(await register(refused), '/api/v1/members', 3)
+    const rows = await ctx.api.app.db.selectFrom('members').select('id').where('email', '=', refused).execute()
+    assert.deepEqual(rows, [])
+    assertAddressLimited(await login(client), LOGIN, 3)
+  })
+
+  it('keeps a budget per address: another address is unaffected', async () => {
+    const limited = address()
+    for (let i = 0; i < 3; i++) assert.equal((await login(limited)).statusCode, 201)
+    assertAddressLimited(await login(limited), LOGIN, 3)
+    const other = await login(address())
+    assert.equal(other.statusCode, 201, other.body)
+    assertRateLimitHeaders(other, 3, 2)
+  })
+
+  it('never limits routes outside auth, and they carry no RateLimit headers', async () => {
+    const client = address()
+    const reads = async () => {
+      for (let i = 0; i < 4; i++) {
+        const health = await ctx.api.inject({ url: '/api/v1/health', remoteAddress: client })
+        assert.equal(health.statusCode, 200, health.body)
+        const product = await ctx.api.inject({ url: '/api/v1/products/1', remoteAddress: client })
+        assertError(product, { code: 'PRODUCT_NOT_FOUND', instance: '/api/v1/products/1', detail: 'Product 1 does not exist.' })
+        for (const res of [health, product]) {
+          assert.deepEqual(Object.keys(res.headers).filter(name => name.startsWith('ratelimit')), [])
+        }
+      }
+    }
+    await reads() // they use none of the budget ...
+    for (let i = 0; i < 3; i++) assert.equal((await login(client)).statusCode, 201)
+    assertAddressLimited(await login(client), LOGIN, 3)
+    await reads() // ... and are served once it is spent
+  })
+}, { env: { AUTH_RATE_LIMIT: '3' } })
+
+describeEachBackend('LOGIN_FAILURE_LIMIT per email', (ctx) => {
+  const login = (email: string, password: string) => ctx.api.inject(loginRequest(email, password))
+
+  it('locks an email after LOGIN_FAILURE_LIMIT wrong passwords: then even the right password gets 429', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password'), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse'))
+    const other = await ctx.api.member('other')
+    assert.equal((await login(other.email, 'correct horse')).statusCode, 201)
+  })
+
+  it('matches the email whatever its case: wrong attempts in upper case lock the lower-case login', async () => {
+    const member = await ctx.api.member('case')
+    for (let i = 0; i < 3; i++) assertError(await login(member.email.toUpperCase(), 'wrong password'), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse'))
+  })
+
+  it('locks an unknown email the same way, and its 429 reveals nothing', async () => {
+    const member = await ctx.api.member()
+    const unknown = unique('nobody')
+    for (const email of [member.email, unknown]) {
+      for (let i = 0; i < 3; i++) assertError(await login(email, 'wrong password'), WRONG)
+    }
+    const known = await login(member.email, 'correct horse')
+    const absent = await login(unknown, 'correct horse')
+    for (const res of [known, absent]) assertEmailLocked(res)
+    assert.deepEqual(errorBody(absent), errorBody(known))
+    assert.deepEqual(Object.keys(absent.headers).sort(), Object.keys(known.headers).sort())
+  })
+
+  it('clears the count on a successful login before the limit', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 2; i++) assertError(await login(member.email, 'wrong password'), WRONG)
+    assert.equal((await login(member.email, 'correct horse')).statusCode, 201)
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password'), WRONG)
+    assertEmailLocked(await login(member.email, 'wrong password'))
+  })
+
+  it('counts each attempt before checking the password: 10 concurrent wrong logins give exactly 3 × 401 and 7 × 429', async () => {
+    const member = await ctx.api.member()
+    const answers = await Promise.all(Array.from({ length: 10 }, () => login(member.email, 'wrong password')))
+    assert.deepEqual(answers.map(res => res.statusCode).sort(), [...Array(3).fill(401), ...Array(7).fill(429)])
+    for (const res of answers) {
+      if (res.statusCode === 401) assertError(res, WRONG)
+      else assertEmailLocked(res)
+    }
+  })
+}, { env: { LOGIN_FAILURE_LIMIT: '3' } })
+
+const REDIS_URL = process.env.TEST_REDIS_URL
+const backend = BACKENDS[0]!
+
+// Two instances behind a load balancer share their counters through Redis.
+describe(`limits shared through Redis by two instances [${backend}]`, REDIS_URL ? {} : { skip: 'set TEST_REDIS_URL to run the Redis-backed limit tests' }, () => {
+  let database: DatabaseHandle
+  let a: FastifyInstance
+  let b: FastifyInstance
+  before(async () => {
+    database = await createTestDatabase(backend)
+    const env = { REDIS_URL: REDIS_URL!, AUTH_RATE_LIMIT: '5', LOGIN_FAILURE_LIMIT: '3' }
+    a = await buildApp(testConfig(env), { database, logger: false })
+    b = await buildApp(testConfig(env), { database, logger: false })
+  })
+  after(async () => {
+    await a?.close()
+    await b?.close()
+    await database?.close()
+  })
+
+  it('locks an email on instance B after failed logins on instance A', async () => {
+    const email = unique('redis')
+    const register = await a.inject({ method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name: 'R' }, remoteAddress: address() })
+    assert.equal(register.statusCode, 201, register.body)
+    for (let i = 0; i < 3; i++) assertError(await a.inject(loginRequest(email, 'wrong password')), WRONG)
+    assertEmailLocked(await b.inject(loginRequest(email, 'correct horse')))
+  })
+
+  it('counts requests from one address spread over A and B against one AUTH_RATE_LIMIT', async () => {
+    const client = address()
+    for (const [i, app] of [a, b, a, b, a].entries()) {
+      const res = await app.inject(loginRequest(ADMIN.email, ADMIN.password, client))
+      assert.equal(res.statusCode, 201, res.body)
+      assertRateLimitHeaders(res, 5, 4 - i)
+    }
+    assertAddressLimited(await b.inject(loginRequest(ADMIN.email, ADMIN.password, client)), LOGIN, 5)
+  })
+})
+
+describe(`limits when Redis is unreachable [${backend}]`, () => {
+  let database: DatabaseHandle
+  let app: FastifyInstance | undefined
+  before(async () => {
+    database = await createTestDatabase(backend)
+    // Migrates the database first, so that the build timed below is the one that meets Redis down.
+    await (await buildApp(testConfig(), { database, logger: false })).close()
+  })
+  after(async () => {
+    await app?.close()
+    await database?.close()
+  })
+
+  it('starts quickly and fails open: logins are served, never 429 nor 500, and claim no RateLimit budget', async () => {
+    const started = Date.now()
+    app = await buildApp(testConfig({ REDIS_URL: 'redis://127.0.0.1:6390', AUTH_RATE_LIMIT: '1', LOGIN_FAILURE_LIMIT: '1' }), { database, logger: false })
+    assert.ok(Date.now() - started < 2000, `start-up took ${Date.now() - started} ms`)
+    const client = address()
+    const answers = []
+    for (let i = 0; i < 3; i++) answers.push(await app.inject(loginRequest(ADMIN.email, 'wrong password', client)))
+    for (const res of answers) assertError(res, WRONG)
+    const res = await app.inject(loginRequest(ADMIN.email, ADMIN.password, client))
+    assert.equal(res.statusCode, 201, res.body)
+    for (const answer of [...answers, res]) {
+      assert.deepEqual(Object.keys(answer.headers).filter(name => name.startsWith('ratelimit')), [], 'nothing is counted')
+    }
+  })
+})
