@@ -7,10 +7,11 @@ import { Type, type TSchema } from 'typebox'
 /** A resource id in a body or response: a positive integer that survives a JSON number (≤ 2^53−1). */
 export const Id = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
 
-/** A path `{id}`: digits only, positive, at most 9223372036854775807 (the `id64` format). */
-export const IdParams = Type.Object({
-  id: Type.String({ format: 'id64', description: 'A positive 64-bit integer', examples: ['42'] }),
-}, { additionalProperties: false })
+/** An id in a path: digits only, positive, at most 9223372036854775807 (the `id64` format). */
+export const PathId = Type.String({ format: 'id64', description: 'A positive 64-bit integer', examples: ['42'] })
+
+/** A path `{id}`. */
+export const IdParams = Type.Object({ id: PathId }, { additionalProperties: false })
 
 /** RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-22T09:30:00.000Z`. */
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:30:00.000Z'] })

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, Timestamp } from '../http/schemas.js'
+import { Id, PathId, Timestamp } from '../http/schemas.js'
 
 export const RoleSchema = Type.Enum(['USER', 'ADMIN'])
 export type Role = Static<typeof RoleSchema>
@@ -78,6 +78,4 @@ export const CreatedApiKey = Type.Object({
 })
 export type CreatedApiKey = Static<typeof CreatedApiKey>
 
-export const ApiKeyParams = Type.Object({
-  keyId: Type.String({ format: 'id64', description: 'A positive 64-bit integer', examples: ['7'] }),
-}, { additionalProperties: false })
+export const ApiKeyParams = Type.Object({ keyId: PathId }, { additionalProperties: false })
