@@ -84,13 +84,19 @@ export async function updateMember (db: Db, principal: Principal, id: string, bo
   return toMember(row)
 }
 
-/** Changes the caller's password and ends every other session of theirs. */
+/**
+ * Changes the caller's password and ends every other session of theirs. A wrong currentPassword
+ * counts as a failed login for the member's email: a stolen access token must not become an
+ * unlimited password oracle.
+ */
 export async function changePassword (db: Db, deps: MemberDeps, principal: Principal, body: ChangePasswordBody): Promise<void> {
   const member = await findMemberById(db, principal.memberId)
   if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
+  await deps.loginFailures.begin(member.email)
   if (!(await verifyPassword(member.password_hash, body.currentPassword))) {
     throw invalidParam('currentPassword', 'is not the current password')
   }
+  await deps.loginFailures.succeeded(member.email)
   const passwordHash = await hashPassword(body.newPassword)
   const revoked = await db.transaction().execute(async (trx) => {
     await trx.updateTable('members').set({ password_hash: passwordHash, updated_at: sql<Date>`now()` }).where('id', '=', member.id).execute()

@@ -86,6 +86,20 @@ describeEachBackend('PATCH /api/v1/members/password/change', (ctx) => {
     assert.equal((await api.me(other)).statusCode, 200)
   })
 
+  it('counts wrong currentPassword guesses as failed logins: past LOGIN_FAILURE_LIMIT (5) both are 429', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 5; i++) {
+      const res = await change(member, { currentPassword: `guess ${i}`, newPassword: 'battery staple' })
+      assert.equal(res.statusCode, 400, res.body)
+    }
+    const locked = 'Too many failed logins for this email; retry after the time in Retry-After.'
+    const res = await change(member, { currentPassword: 'correct horse', newPassword: 'battery staple' })
+    assertError(res, { code: 'TOO_MANY_REQUESTS', instance: CHANGE, detail: locked })
+    assert.match(String(res.headers['retry-after']), /^\d+$/)
+    assertError(await api.login(member.email, 'correct horse'), { code: 'TOO_MANY_REQUESTS', instance: '/api/v1/auth/login', detail: locked })
+    assert.equal((await api.me(member)).statusCode, 200, 'the session itself is not ended')
+  })
+
   const invalid: Array<[string, object, Array<{ field: string, message: string }>]> = [
     ['a 7-character newPassword', { currentPassword: 'correct horse', newPassword: '1234567' }, [{ field: 'newPassword', message: 'must be at least 8 characters' }]],
     ['a 129-character newPassword', { currentPassword: 'correct horse', newPassword: 'p'.repeat(129) }, [{ field: 'newPassword', message: 'must be at most 128 characters' }]],
