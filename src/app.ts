@@ -54,7 +54,8 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
-    // A hop count trusts that many proxies in front of us (what proxy-addr does with a number).
+    // true, a hop count, or proxy addresses: the client address then comes from X-Forwarded-For.
+    // Fastify's types take no hop count (its runtime does), so a count becomes the function form.
     trustProxy: typeof config.trustProxy === 'number'
       ? (_address: string, hop: number) => hop < (config.trustProxy as number)
       : config.trustProxy,

@@ -117,18 +117,12 @@ export function loadConfig (env: Env = process.env): Config {
 
   const errorTypeBase = url('ERROR_TYPE_BASE', ['http:', 'https:']) ?? 'https://api.example.com'
 
-  const trustProxyRaw = read('TRUST_PROXY') ?? 'false'
-  const trustProxy = trustProxyRaw === 'true'
-    ? true
-    : trustProxyRaw === 'false'
-      ? false
-      : /^\d+$/.test(trustProxyRaw)
-        ? Number(trustProxyRaw)
-        : /^[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*$/.test(trustProxyRaw)
-          ? trustProxyRaw
-          : undefined
-  if (trustProxy === undefined) {
-    throw new ConfigError('TRUST_PROXY', 'true, false, a hop count, or comma-separated proxy addresses', trustProxyRaw)
+  const trustProxy = (): boolean | number | string => {
+    const raw = read('TRUST_PROXY') ?? 'false'
+    if (raw === 'true' || raw === 'false') return raw === 'true'
+    if (/^\d+$/.test(raw)) return Number(raw)
+    if (/^[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*$/.test(raw)) return raw
+    throw new ConfigError('TRUST_PROXY', 'true, false, a hop count, or comma-separated proxy addresses', raw)
   }
 
   return Object.freeze({
@@ -150,6 +144,6 @@ export function loadConfig (env: Env = process.env): Config {
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
     loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
-    trustProxy,
+    trustProxy: trustProxy(),
   })
 }

@@ -90,6 +90,16 @@ describeEachBackend('AUTH_RATE_LIMIT per client address', (ctx) => {
     assertRateLimitHeaders(other, 3, 2)
   })
 
+  it('ignores X-Forwarded-For without TRUST_PROXY: a client cannot escape its budget by naming another address', async () => {
+    const client = address()
+    for (let i = 0; i < 3; i++) {
+      const res = await ctx.api.inject({ ...loginRequest(ADMIN.email, ADMIN.password, client), headers: { 'x-forwarded-for': address() } })
+      assert.equal(res.statusCode, 201, res.body)
+    }
+    const spoofed = await ctx.api.inject({ ...loginRequest(ADMIN.email, ADMIN.password, client), headers: { 'x-forwarded-for': address() } })
+    assertAddressLimited(spoofed, LOGIN, 3)
+  })
+
   it('never limits routes outside auth, and they carry no RateLimit headers', async () => {
     const client = address()
     const reads = async () => {
@@ -109,6 +119,20 @@ describeEachBackend('AUTH_RATE_LIMIT per client address', (ctx) => {
     await reads() // ... and are served once it is spent
   })
 }, { env: { AUTH_RATE_LIMIT: '3' } })
+
+describeEachBackend('AUTH_RATE_LIMIT behind a trusted proxy (TRUST_PROXY 1)', (ctx) => {
+  const proxy = address()
+  const viaProxy = (client: string) =>
+    ctx.api.inject({ ...loginRequest(ADMIN.email, ADMIN.password, proxy), headers: { 'x-forwarded-for': client } })
+
+  it('keeps a budget per forwarded client address, not one for the proxy', async () => {
+    const first = address()
+    const second = address()
+    assert.equal((await viaProxy(first)).statusCode, 201)
+    assert.equal((await viaProxy(second)).statusCode, 201, 'another client behind the same proxy has its own budget')
+    assertAddressLimited(await viaProxy(first), LOGIN, 1)
+  })
+}, { env: { AUTH_RATE_LIMIT: '1', TRUST_PROXY: '1' } })
 
 describeEachBackend('LOGIN_FAILURE_LIMIT per email', (ctx) => {
   const login = (email: string, password: string) => ctx.api.inject(loginRequest(email, password))
