@@ -19,7 +19,7 @@ export function createAuthenticator (deps: { db: Db, tokens: AccessTokens, revoc
       const match = BEARER.exec(header)
       if (!match) throw unauthorized('The Authorization header must be "Bearer <access token>".')
       const principal = await deps.tokens.verify(match[1]!)
-      if (deps.revocations.isRevoked(principal.sessionId!) || deps.revocations.isSuspended(principal.memberId)) {
+      if (deps.revocations.isRevoked(principal.sessionId) || deps.revocations.isSuspended(principal.memberId)) {
         throw unauthorized('The access token has been revoked.')
       }
       return principal

@@ -50,6 +50,9 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {count, redis.call('PTTL', KEYS[1])}`
 
+/** Our keys in a Redis that other applications may share. */
+const KEY_PREFIX = 'order-service:'
+
 type CountingRedis = Redis & { countHit (key: string, windowMs: number): Promise<[number, number]> }
 
 /**
@@ -61,7 +64,7 @@ export class RedisCounterStore implements CounterStore {
   readonly #redis: CountingRedis
   #down = false
 
-  constructor (url: string, private readonly log: FastifyBaseLogger, private readonly prefix = 'order-service:') {
+  constructor (url: string, private readonly log: FastifyBaseLogger) {
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false })
     // Sent as EVALSHA, falling back to EVAL once per connection.
     redis.defineCommand('countHit', { numberOfKeys: 1, lua: INCREMENT })
@@ -84,7 +87,7 @@ export class RedisCounterStore implements CounterStore {
 
   async increment (key: string, windowMs: number): Promise<Counter | null> {
     try {
-      const [count, ttl] = await this.#redis.countHit(this.prefix + key, windowMs)
+      const [count, ttl] = await this.#redis.countHit(KEY_PREFIX + key, windowMs)
       return { count, resetInMs: Math.max(ttl, 0) }
     } catch {
       return null
@@ -92,7 +95,7 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async reset (key: string): Promise<void> {
-    await this.#redis.del(this.prefix + key).catch(() => {})
+    await this.#redis.del(KEY_PREFIX + key).catch(() => {})
   }
 
   async close (): Promise<void> {

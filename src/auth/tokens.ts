@@ -43,7 +43,7 @@ export class AccessTokens {
   }
 
   /** Verifies signature (HS256 only), issuer and expiry; throws UNAUTHORIZED otherwise. */
-  async verify (token: string): Promise<Principal> {
+  async verify (token: string): Promise<Principal & { sessionId: string }> {
     try {
       const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ['HS256'] })
       const role = payload.role as Role
