@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { Kysely, Migrator, PostgresDialect, type MigrationProvider } from 'kysely'
 import pg from 'pg'
+import Cursor from 'pg-cursor'
 import type { Config } from '../config.js'
 import { migrations } from '../migrations/index.js'
 import { PGliteDialect } from './pglite-dialect.js'
@@ -36,7 +37,8 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
     })
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {})
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) })
     return { db, kind: 'postgres', close: () => db.destroy() }
   }
 

@@ -22,6 +22,10 @@ export class PGliteDialect implements Dialect {
 const WRITE_COMMANDS = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE'])
 
 class PGliteConnection implements DatabaseConnection {
+  /** Set by the driver between begin and commit/rollback. */
+  inTransaction = false
+  #cursors = 0
+
   constructor (private readonly pglite: PGlite) {}
 
   async executeQuery<R> (query: CompiledQuery): Promise<QueryResult<R>> {
@@ -30,9 +34,27 @@ class PGliteConnection implements DatabaseConnection {
     return writes ? { rows: result.rows, numAffectedRows: BigInt(result.rowCount ?? 0) } : { rows: result.rows }
   }
 
-  async * streamQuery<R> (query: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    // PGlite runs in-process: the whole result is already in memory, so it is yielded at once.
-    yield await this.executeQuery<R>(query)
+  /**
+   * Streams through a server-side cursor, `chunkSize` rows at a time, so a large result never sits
+   * in memory whole. Outside a transaction it opens one for the cursor's lifetime; the connection
+   * (PGlite's only session) stays with the stream until it ends.
+   */
+  async * streamQuery<R> (query: CompiledQuery, chunkSize = 1000): AsyncIterableIterator<QueryResult<R>> {
+    const cursor = `kysely_stream_${++this.#cursors}`
+    const ownTransaction = !this.inTransaction
+    if (ownTransaction) await this.pglite.query('begin')
+    try {
+      await this.pglite.query(`declare ${cursor} no scroll cursor for ${query.sql}`, query.parameters as unknown[])
+      while (true) {
+        const { rows } = await this.pglite.query<R>(`fetch ${Math.max(1, Math.floor(chunkSize))} from ${cursor}`)
+        if (rows.length === 0) break
+        yield { rows }
+      }
+      await this.pglite.query(`close ${cursor}`)
+    } finally {
+      if (ownTransaction) await this.pglite.query('rollback')
+      else await this.pglite.query(`close ${cursor}`).catch(() => {})
+    }
   }
 }
 
@@ -65,13 +87,16 @@ class PGliteDriver implements Driver {
   async beginTransaction (connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
     const isolation = settings.isolationLevel ? ` isolation level ${settings.isolationLevel}` : ''
     await connection.executeQuery(CompiledQuery.raw(`begin${isolation}`))
+    this.#connection.inTransaction = true
   }
 
   async commitTransaction (connection: DatabaseConnection): Promise<void> {
+    this.#connection.inTransaction = false
     await connection.executeQuery(CompiledQuery.raw('commit'))
   }
 
   async rollbackTransaction (connection: DatabaseConnection): Promise<void> {
+    this.#connection.inTransaction = false
     await connection.executeQuery(CompiledQuery.raw('rollback'))
   }
 

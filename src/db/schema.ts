@@ -1,14 +1,16 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import type { ApiKeysTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
-import type { ProductsTable } from '../catalog/table.js'
+import type { CategoriesTable, ProductsTable } from '../catalog/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
 import type { MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
+import type { PaymentRefundsTable, PaymentsTable } from '../payments/table.js'
 
 /** Every table, as Kysely sees it (snake_case rows; features map them to API shapes). */
 export interface Database {
   settings: { key: string, value: string }
   members: MembersTable
+  categories: CategoriesTable
   products: ProductsTable
   orders: OrdersTable
   order_items: OrderItemsTable
@@ -18,6 +20,8 @@ export interface Database {
   refresh_tokens: RefreshTokensTable
   member_tokens: MemberTokensTable
   api_keys: ApiKeysTable
+  payments: PaymentsTable
+  payment_refunds: PaymentRefundsTable
 }
 
 export type Db = Kysely<Database>

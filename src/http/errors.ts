@@ -44,6 +44,8 @@ export interface ApiErrorOptions {
   invalidParams?: InvalidParam[]
   /** Extra response headers, e.g. `Retry-After` or `Allow`. */
   headers?: Record<string, string>
+  /** What went wrong underneath; logged with 5xx errors, never sent. */
+  cause?: unknown
 }
 
 export class ApiError extends Error {
@@ -54,7 +56,7 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>
 
   constructor (code: ErrorCode, detail: string, options: ApiErrorOptions = {}) {
-    super(detail)
+    super(detail, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'ApiError'
     this.code = code
     this.status = ERRORS[code].status

@@ -63,3 +63,44 @@ export function parseList<T extends string> (field: string, value: string | unde
   if (unknown.length > 0) throw invalidParam(field, `must be one or more of ${allowed.join(', ')}, comma-separated`)
   return [...new Set(items)] as T[]
 }
+
+export interface PageRequest {
+  page?: number | undefined
+  size?: number | undefined
+}
+
+/** The offset and limit of a page. */
+export function pageWindow (query: PageRequest): { page: number, size: number, offset: number, limit: number } {
+  const page = query.page ?? 0
+  const size = query.size ?? DEFAULT_SLICE_SIZE
+  return { page, size, offset: page * size, limit: size }
+}
+
+/** Builds the page shape from one page of rows and the count of all matching rows. */
+export function toPage<Row, Item> (rows: Row[], total: number, window: { page: number, size: number }, toItem: (row: Row) => Item) {
+  const totalPages = Math.ceil(total / window.size)
+  return {
+    content: rows.map(toItem),
+    page: window.page,
+    size: window.size,
+    totalElements: total,
+    totalPages,
+    first: window.page === 0,
+    last: window.page >= totalPages - 1,
+  }
+}
+
+export interface Sort<Column extends string> {
+  column: Column
+  direction: 'asc' | 'desc'
+}
+
+/**
+ * `createdAt,desc` → the column it sorts on and the direction (default desc). The query schema has
+ * already checked the field against the list's sortable fields; absent → the first of them.
+ */
+export function parseSort<Field extends string, Column extends string> (value: string | undefined, columns: Readonly<Record<Field, Column>>): Sort<Column> {
+  const [field, direction] = (value ?? '').split(',')
+  const column = columns[field as Field] ?? Object.values<Column>(columns)[0]!
+  return { column, direction: direction === 'asc' ? 'asc' : 'desc' }
+}

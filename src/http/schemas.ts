@@ -43,6 +43,30 @@ export const Slice = <T extends TSchema>(item: T) => Type.Object({
   nextCursor: Nullable(Type.String()),
 })
 
+/** Query of every admin (offset) list: `page`, `size` and `sort` (`field,asc|desc`). */
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Zero-based page (default 0)' })),
+  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_SLICE_SIZE, description: 'Page size, 1..100 (default 20)' })),
+}
+
+/** `sort=field[,asc|desc]` over the list's sortable `fields` (the first is the default). */
+export const SortQuery = (fields: readonly string[]) => ({
+  sort: Type.Optional(Type.Enum(fields.flatMap(field => [field, `${field},asc`, `${field},desc`]), {
+    description: `Sort field, optionally followed by ,asc or ,desc (default desc); ties are broken by id in the same direction. Default ${fields[0]},desc`,
+  })),
+})
+
+/** The offset (page) list shape, for admin lists. */
+export const Page = <T extends TSchema>(item: T) => Type.Object({
+  content: Type.Array(item),
+  page: Type.Integer(),
+  size: Type.Integer(),
+  totalElements: Type.Integer(),
+  totalPages: Type.Integer(),
+  first: Type.Boolean(),
+  last: Type.Boolean(),
+})
+
 /** Success envelope `{success: true, data, error: null}` around `data`. */
 export const Envelope = <T extends TSchema>(data: T) => Type.Object({
   success: Type.Literal(true),

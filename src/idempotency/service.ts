@@ -58,6 +58,7 @@ export function fingerprint (body: Record<string, unknown>): string {
  * 2. if it was already taken: same fingerprint → the stored response is replayed; different → 422;
  * 3. otherwise run `work` and store its response before commit. A failure rolls the claim back with
  *    everything else, so only successful results are kept and a failed request may be retried.
+ *    `work` may also return a failure status (≥ 400) to have its changes committed but the key released.
  * Without a key, `work` simply runs in a transaction.
  */
 export async function runIdempotent (
@@ -116,6 +117,15 @@ export async function runIdempotent (
     }
 
     const response = await work(trx)
+    if (response.status >= 400) {
+      // A failure the work committed (a declined payment is recorded as FAILED): the key is released
+      // with it, so that the request may be retried with the same key.
+      await trx.deleteFrom('idempotency_keys')
+        .where('member_id', '=', scope.memberId).where('method', '=', scope.method)
+        .where('path', '=', scope.path).where('key', '=', key)
+        .execute()
+      return { replayed: false, response }
+    }
     await trx.updateTable('idempotency_keys')
       .set({
         response_status: response.status,
