@@ -15,11 +15,15 @@ import { collectRoutes, registerErrorHandling, registerMethodNotAllowed } from '
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { purgeExpiredKeys } from './idempotency/service.js'
 import { purgeExpiredMemberTokens } from './members/member-tokens.js'
+import { adminMemberRoutes } from './members/admin-routes.js'
 import { memberRoutes } from './members/routes.js'
 import { bootstrapAdmin } from './members/service.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
+import { adminOrderRoutes } from './orders/admin-routes.js'
 import { orderRoutes } from './orders/routes.js'
+import { simulatedProvider, type PaymentProvider } from './payments/provider.js'
+import { paymentRoutes } from './payments/routes.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -35,6 +39,8 @@ export interface BuildOptions {
   logger?: false | Record<string, unknown>
   /** How often to look for sessions revoked and members suspended by other instances (default 1 s). */
   revocationPollMs?: number
+  /** Who moves the money; default the built-in simulated provider (docs/payments.md). */
+  paymentProvider?: PaymentProvider
 }
 
 /** Credentials never reach the logs, whatever a serializer or a log call includes (top level or one deep). */
@@ -90,9 +96,13 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(opsRoutes)
   await app.register(memberRoutes, { identity })
   await app.register(authRoutes, { identity })
+  const paymentProvider = options.paymentProvider ?? simulatedProvider()
   await app.register(productRoutes)
   await app.register(adminProductRoutes)
-  await app.register(orderRoutes)
+  await app.register(orderRoutes, { paymentProvider })
+  await app.register(adminOrderRoutes, { paymentProvider })
+  await app.register(paymentRoutes, { paymentProvider })
+  await app.register(adminMemberRoutes, { identity })
   registerMethodNotAllowed(app, routes)
 
   // Housekeeping: rows whose lifetime has ended are deleted in the background, so tables do not grow forever.

@@ -55,7 +55,10 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
   }
 }
 
-const TABLES = ['idempotency_keys', 'order_history', 'order_items', 'orders', 'products', 'refresh_tokens', 'sessions', 'member_tokens', 'api_keys']
+const TABLES = [
+  'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
+  'refresh_tokens', 'sessions', 'member_tokens', 'api_keys',
+]
 
 /** Empties every table but keeps the admin (and the signing key), so tests start from the same state. */
 export async function resetDatabase (app: FastifyInstance): Promise<void> {
@@ -170,19 +173,24 @@ const TITLES: Record<string, [number, string]> = {
   VALIDATION_FAILED: [400, 'Validation Failed'],
   MALFORMED_REQUEST: [400, 'Malformed Request'],
   INVALID_ORDER_STATUS: [400, 'Invalid Order Status'],
+  INVALID_PAYMENT_STATUS: [400, 'Invalid Payment Status'],
   INVALID_TOKEN: [400, 'Invalid Token'],
   UNAUTHORIZED: [401, 'Unauthorized'],
+  PAYMENT_DECLINED: [402, 'Payment Declined'],
   ACCESS_DENIED: [403, 'Forbidden'],
   ACCOUNT_SUSPENDED: [403, 'Account Suspended'],
   ORDER_NOT_FOUND: [404, 'Order Not Found'],
   MEMBER_NOT_FOUND: [404, 'Member Not Found'],
   API_KEY_NOT_FOUND: [404, 'API Key Not Found'],
   PRODUCT_NOT_FOUND: [404, 'Product Not Found'],
+  CATEGORY_NOT_FOUND: [404, 'Category Not Found'],
+  PAYMENT_NOT_FOUND: [404, 'Payment Not Found'],
   RESOURCE_NOT_FOUND: [404, 'Not Found'],
   API_VERSION_NOT_AVAILABLE: [404, 'Not Found'],
   METHOD_NOT_ALLOWED: [405, 'Method Not Allowed'],
   EMAIL_ALREADY_REGISTERED: [409, 'Email Already Registered'],
   INSUFFICIENT_STOCK: [409, 'Insufficient Stock'],
+  IDEMPOTENCY_KEY_IN_FLIGHT: [409, 'Idempotency Key In Flight'],
   PRECONDITION_FAILED: [412, 'Precondition Failed'],
   PAYLOAD_TOO_LARGE: [413, 'Payload Too Large'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'Unsupported Media Type'],

@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Envelope, IdParams, ok } from '../http/schemas.js'
-import { CreateProductBody, Product } from './schemas.js'
-import { createProduct, getProduct } from './service.js'
+import { Envelope, IdParams, Page, ok } from '../http/schemas.js'
+import { AdminProductListQuery, CreateProductBody, PatchProductBody, Product, PutProductBody } from './schemas.js'
+import { changeProduct, createProduct, getProduct, pageAllProducts } from './service.js'
 
+/** The back office's catalog: every product, inactive ones included. */
 export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['admin']
+  const currency = app.config.currency
 
   app.post('/api/v1/admin/products', {
     config: { access: 'admin' },
@@ -15,9 +17,19 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
       response: { 201: Envelope(Product) },
     },
   }, async (request, reply) => {
-    const product = await createProduct(app.db, app.config.currency, request.body)
+    const product = await createProduct(app.db, currency, request.body)
     return reply.code(201).header('Location', `/api/v1/admin/products/${product.productId}`).send(ok(product))
   })
+
+  app.get('/api/v1/admin/products', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'List every product (page shape)',
+      querystring: AdminProductListQuery,
+      response: { 200: Envelope(Page(Product)) },
+    },
+  }, async (request) => ok(await pageAllProducts(app.db, currency, request.query)))
 
   app.get('/api/v1/admin/products/:id', {
     config: { access: 'admin' },
@@ -27,5 +39,29 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
       params: IdParams,
       response: { 200: Envelope(Product) },
     },
-  }, async (request) => ok(await getProduct(app.db, app.config.currency, request.params.id)))
+  }, async (request) => ok(await getProduct(app.db, currency, request.params.id)))
+
+  app.put('/api/v1/admin/products/:id', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'Replace a product',
+      description: 'All six fields are required; description and categoryId may be null. Placed orders keep the prices they were placed at.',
+      params: IdParams,
+      body: PutProductBody,
+      response: { 200: Envelope(Product) },
+    },
+  }, async (request) => ok(await changeProduct(app.db, currency, request.params.id, request.body)))
+
+  app.patch('/api/v1/admin/products/:id', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'Change some fields of a product (price, stock, status, …)',
+      description: 'Absent fields are unchanged; description and categoryId may be set to null.',
+      params: IdParams,
+      body: PatchProductBody,
+      response: { 200: Envelope(Product) },
+    },
+  }, async (request) => ok(await changeProduct(app.db, currency, request.params.id, request.body)))
 }

@@ -1,8 +1,15 @@
 import type { Db } from '../db/schema.js'
-import { ApiError } from '../http/errors.js'
-import { findProduct, insertProduct } from './repository.js'
-import type { CreateProductBody, Product } from './schemas.js'
-import type { ProductRow } from './table.js'
+import { ApiError, invalidParam } from '../http/errors.js'
+import { pageWindow, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
+import {
+  findCategory, findProduct, insertCategory, insertProduct, listCategories, listProductsNewestFirst, pageProducts,
+  updateProduct, type ProductFilter,
+} from './repository.js'
+import {
+  PRODUCT_SORT, type AdminProductListQuery, type Category, type CreateCategoryBody, type CreateProductBody,
+  type PatchProductBody, type Product, type ProductListQuery,
+} from './schemas.js'
+import type { CategoryRow, ProductRow } from './table.js'
 
 export function toProduct (row: ProductRow, currency: string): Product {
   return {
@@ -12,13 +19,23 @@ export function toProduct (row: ProductRow, currency: string): Product {
     price: row.price,
     currency,
     stockQuantity: row.stock_quantity,
+    categoryId: row.category_id,
     status: row.status,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   }
 }
 
+export const toCategory = (row: CategoryRow): Category => ({ categoryId: row.id, name: row.name, parentId: row.parent_id })
+
+/** A category named in a body must exist (400 naming the field); null means none. */
+async function assertCategoryExists (db: Db, field: string, id: number | null | undefined): Promise<void> {
+  if (id === null || id === undefined) return
+  if (!(await findCategory(db, id))) throw invalidParam(field, 'is not an existing category')
+}
+
 export async function createProduct (db: Db, currency: string, body: CreateProductBody): Promise<Product> {
+  await assertCategoryExists(db, 'categoryId', body.categoryId)
   return toProduct(await insertProduct(db, body), currency)
 }
 
@@ -37,3 +54,59 @@ export async function getActiveProduct (db: Db, currency: string, id: string): P
   if (!row || row.status !== 'ACTIVE') throw notFound(id)
   return toProduct(row, currency)
 }
+
+/** PUT (every field) or PATCH (the fields sent). Prices of placed orders are snapshots and do not change. */
+export async function changeProduct (db: Db, currency: string, id: string, change: PatchProductBody): Promise<Product> {
+  if (!(await findProduct(db, id))) throw notFound(id)
+  await assertCategoryExists(db, 'categoryId', change.categoryId)
+  const row = await updateProduct(db, id, change)
+  if (!row) throw notFound(id)
+  return toProduct(row, currency)
+}
+
+/** The words of a `q` parameter, lower-cased; a `q` with no letter or digit is a 400. */
+function searchWords (q: string | undefined): string[] | undefined {
+  if (q === undefined) return undefined
+  const words = q.toLowerCase().match(/[\p{L}\p{N}]+/gu)
+  if (!words) throw invalidParam('q', 'must contain at least one letter or digit')
+  return words.slice(0, 10)
+}
+
+function productFilter (query: Partial<ProductListQuery>): ProductFilter {
+  if (query.minPrice !== undefined && query.maxPrice !== undefined && query.minPrice > query.maxPrice) {
+    throw invalidParam('minPrice', 'must not be greater than maxPrice')
+  }
+  return { categoryId: query.categoryId, words: searchWords(query.q), minPrice: query.minPrice, maxPrice: query.maxPrice }
+}
+
+/** The public list and search: active products, newest first, slice shape. */
+export async function listActiveProducts (db: Db, currency: string, query: ProductListQuery) {
+  const { size, ...window } = sliceWindow(query)
+  const rows = await listProductsNewestFirst(db, { ...productFilter(query), statuses: ['ACTIVE'], ...window })
+  return toSlice(rows, size, row => toProduct(row, currency))
+}
+
+/** The admin list: every product (or those of one status), page shape, sorted. */
+export async function pageAllProducts (db: Db, currency: string, query: AdminProductListQuery) {
+  const window = pageWindow(query)
+  const { rows, total } = await pageProducts(db, {
+    ...productFilter(query),
+    statuses: query.status ? [query.status] : undefined,
+    sort: parseSort(query.sort, PRODUCT_SORT),
+    ...window,
+  })
+  return toPage(rows, total, window, row => toProduct(row, currency))
+}
+
+export async function createCategory (db: Db, body: CreateCategoryBody): Promise<Category> {
+  await assertCategoryExists(db, 'parentId', body.parentId)
+  return toCategory(await insertCategory(db, body))
+}
+
+export async function getCategory (db: Db, id: string): Promise<Category> {
+  const row = await findCategory(db, id)
+  if (!row) throw new ApiError('CATEGORY_NOT_FOUND', `Category ${id} does not exist.`)
+  return toCategory(row)
+}
+
+export const getCategories = async (db: Db): Promise<Category[]> => (await listCategories(db)).map(toCategory)

@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import { idValue, type Db } from '../db/schema.js'
-import type { Role } from './schemas.js'
+import type { Sort } from '../http/paging.js'
+import type { MemberStatus, Role } from './schemas.js'
 import type { MemberRow } from './table.js'
 
 export function findMemberById (db: Db, id: number | string): Promise<MemberRow | undefined> {
@@ -22,4 +23,33 @@ export function insertMember (
     .onConflict(oc => oc.expression(sql`lower(email)`).doNothing())
     .returningAll()
     .executeTakeFirst()
+}
+
+export interface MemberFilter {
+  role?: Role
+  status?: MemberStatus
+  /** Part of the email or the name, any case. */
+  q?: string
+}
+
+/** `%` and `_` in a search term match themselves. */
+const likePattern = (term: string) => `%${term.toLowerCase().replace(/[\\%_]/g, match => `\\${match}`)}%`
+
+/** The admin list: one page in the requested order, and how many members match in all. */
+export async function pageMembers (
+  db: Db, filter: MemberFilter & { sort: Sort<'created_at' | 'email' | 'name'>, offset: number, limit: number }
+): Promise<{ rows: MemberRow[], total: number }> {
+  const base = db.selectFrom('members')
+    .$if(filter.role !== undefined, qb => qb.where('role', '=', filter.role!))
+    .$if(filter.status !== undefined, qb => qb.where('status', '=', filter.status!))
+    .$if(filter.q !== undefined, qb => qb.where(eb => eb.or([
+      eb(sql`lower(email)`, 'like', likePattern(filter.q!)),
+      eb(sql`lower(name)`, 'like', likePattern(filter.q!)),
+    ])))
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
+      .limit(filter.limit).offset(filter.offset).execute(),
+    base.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+  ])
+  return { rows, total: Number(count.total) }
 }

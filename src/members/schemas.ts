@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, PathId, Timestamp } from '../http/schemas.js'
+import { Id, PageQuery, PathId, SortQuery, Timestamp } from '../http/schemas.js'
 
 export const RoleSchema = Type.Enum(['USER', 'ADMIN'])
 export type Role = Static<typeof RoleSchema>
@@ -79,3 +79,27 @@ export const CreatedApiKey = Type.Object({
 export type CreatedApiKey = Static<typeof CreatedApiKey>
 
 export const ApiKeyParams = Type.Object({ keyId: PathId }, { additionalProperties: false })
+
+export const MEMBER_SORT = { createdAt: 'created_at', email: 'email', name: 'name' } as const
+
+const MemberFilters = {
+  role: Type.Optional(RoleSchema),
+  status: Type.Optional(MemberStatusSchema),
+  ...SortQuery(Object.keys(MEMBER_SORT)),
+}
+
+export const AdminMemberListQuery = Type.Object({ ...PageQuery, ...MemberFilters }, { additionalProperties: false })
+export const AdminMemberSearchQuery = Type.Object({
+  ...PageQuery,
+  ...MemberFilters,
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'Part of the email or the name (case-insensitive)', examples: ['ada'] })),
+}, { additionalProperties: false })
+export type AdminMemberSearchQuery = Static<typeof AdminMemberSearchQuery>
+
+/** What an admin may change on an account; absent = unchanged. */
+export const AdminUpdateMemberBody = Type.Object({
+  role: Type.Optional(RoleSchema),
+  status: Type.Optional(MemberStatusSchema),
+  name: Type.Optional(Name),
+}, { additionalProperties: false })
+export type AdminUpdateMemberBody = Static<typeof AdminUpdateMemberBody>

@@ -7,11 +7,15 @@ import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
 import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../http/errors.js'
+import { pageWindow, parseSort, toPage } from '../http/paging.js'
 import type { Mail, Mailer } from '../mail/mailer.js'
 import { consumeMemberToken, issueMemberToken } from './member-tokens.js'
 import { hashPassword, verifyPassword } from './passwords.js'
-import { findMemberByEmail, findMemberById, insertMember } from './repository.js'
-import type { ChangePasswordBody, Member, PasswordResetBody, RegisterBody, UpdateMemberBody } from './schemas.js'
+import { findMemberByEmail, findMemberById, insertMember, pageMembers } from './repository.js'
+import {
+  MEMBER_SORT, type AdminMemberSearchQuery, type AdminUpdateMemberBody, type ChangePasswordBody, type Member, type PasswordResetBody,
+  type RegisterBody, type UpdateMemberBody,
+} from './schemas.js'
 import type { MemberRow } from './table.js'
 
 export interface MemberDeps {
@@ -149,4 +153,50 @@ export async function verifyEmail (db: Db, token: string): Promise<void> {
     const memberId = await consumeMemberToken(trx, token, 'EMAIL_VERIFICATION')
     await trx.updateTable('members').set({ email_verified: true, updated_at: sql<Date>`now()` }).where('id', '=', memberId).execute()
   })
+}
+
+/** Every member, filtered and sorted, as a page (admin). */
+export async function pageAllMembers (db: Db, query: Partial<AdminMemberSearchQuery>) {
+  const window = pageWindow(query)
+  const { rows, total } = await pageMembers(db, {
+    role: query.role,
+    status: query.status,
+    q: query.q?.trim() || undefined,
+    sort: parseSort(query.sort, MEMBER_SORT),
+    ...window,
+  })
+  return toPage(rows, total, window, toMember)
+}
+
+/**
+ * An admin changes a member's role, status or name. A new role or a suspension ends the member's
+ * sessions (their tokens carry the old role; a suspended member's must stop working, and stay
+ * stopped if the member is reinstated); a suspension also takes effect on this instance at once.
+ * An admin cannot change their own role or status, so the last admin cannot lock everyone out.
+ */
+export async function adminUpdateMember (
+  db: Db, deps: Pick<MemberDeps, 'revocations'>, principal: Principal, id: string, body: AdminUpdateMemberBody
+): Promise<Member> {
+  const current = await findMemberById(db, id)
+  if (!current) throw new ApiError('MEMBER_NOT_FOUND', `Member ${id} does not exist.`)
+  const role = body.role ?? current.role
+  const status = body.status ?? current.status
+  const name = body.name ?? current.name
+  if (current.id === principal.memberId && (role !== current.role || status !== current.status)) {
+    throw invalidParam(role !== current.role ? 'role' : 'status', 'an admin cannot change their own role or status; ask another admin')
+  }
+  if (role === current.role && status === current.status && name === current.name) return toMember(current)
+
+  const endsSessions = role !== current.role || (status === 'SUSPENDED' && current.status !== 'SUSPENDED')
+  const { row, revoked } = await db.transaction().execute(async (trx) => {
+    const row = await trx.updateTable('members').set({ role, status, name, updated_at: sql<Date>`now()` })
+      .where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
+    const revoked = endsSessions
+      ? await revokeSessions(trx, { memberId: current.id }, status === 'SUSPENDED' ? 'member suspended' : 'role changed')
+      : []
+    return { row, revoked }
+  })
+  deps.revocations.revoke(revoked)
+  deps.revocations.setSuspended(row.id, row.status === 'SUSPENDED')
+  return toMember(row)
 }

@@ -1,6 +1,8 @@
 import type { Db } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../http/errors.js'
+import type { PaymentProvider } from '../payments/provider.js'
+import { openPayment, settlePayment } from '../payments/service.js'
 import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
 import { VERB_TARGET, addressEditable, canTransition, holdsReservation, mayApply, verbFor } from './status.js'
@@ -51,10 +53,14 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
 
 /**
  * Applies a change to an order in one transaction, in the contract's order of checks: visible (404),
- * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400). A cancel
- * or delete of an order holding stock releases it. Returns the order as it is afterwards.
+ * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400).
+ * Side effects happen in the same transaction: confirm opens the order's payment; a cancel or
+ * delete of an active order releases its stock and settles its payment (refunded if captured,
+ * cancelled if not), so either all of it happens or none. Returns the order as it is afterwards.
  */
-export async function changeOrder (db: Db, principal: Principal, id: string, request: OrderChangeRequest): Promise<OrderWithItems> {
+export async function changeOrder (
+  db: Db, provider: PaymentProvider, principal: Principal, id: string, request: OrderChangeRequest
+): Promise<OrderWithItems> {
   return db.transaction().execute(async (trx) => {
     const order = await lockOrder(trx, id)
     assertVisible(order, principal, id)
@@ -69,13 +75,19 @@ export async function changeOrder (db: Db, principal: Principal, id: string, req
     const status = verb ? VERB_TARGET[verb] : order.status
     if (status === order.status && memo === order.memo && shippingAddress === order.shipping_address) return order
 
+    let payment = { id: order.payment_id, status: order.payment_status }
+    if (verb === 'confirm') {
+      const opened = await openPayment(trx, order)
+      payment = { id: opened.id, status: opened.status }
+    }
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
+      if (payment.id !== null) payment.status = await settlePayment(trx, provider, payment.id, principal.memberId)
     }
-    const row = await updateOrder(trx, order, { status, memo, shippingAddress }, {
+    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId: payment.id }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     })
-    return { ...row, items: order.items }
+    return { ...row, items: order.items, payment_status: payment.status }
   })
 }

@@ -1,10 +1,12 @@
-import { sql, type Expression, type SqlBool } from 'kysely'
-import { idValue, type Db, type Tx } from '../db/schema.js'
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { idValue, type Database, type Db, type Tx } from '../db/schema.js'
+import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { Role } from '../members/schemas.js'
+import type { PaymentStatus } from '../payments/schemas.js'
 import type { OrderAction, OrderItem, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
 
-export type OrderWithItems = OrderRow & { items: OrderItem[] }
+export type OrderWithItems = OrderRow & { items: OrderItem[], payment_status: PaymentStatus | null }
 
 /** The order's items as API objects, in the order they were submitted, aggregated in the same query. */
 const itemsJson = sql<OrderItem[]>`coalesce((
@@ -13,14 +15,17 @@ const itemsJson = sql<OrderItem[]>`coalesce((
     'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
+/** The status of the order's payment, if it has one (delivery depends on it). */
+const paymentStatus = sql<PaymentStatus | null>`(select p.status from payments p where p.id = orders.payment_id)`
+
 export function findOrder (db: Db, id: string | number): Promise<OrderWithItems | undefined> {
-  return db.selectFrom('orders').selectAll().select(itemsJson.as('items'))
+  return db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
     .where('id', '=', idValue(id)).executeTakeFirst()
 }
 
 /** Locks the order row for the rest of the transaction. */
 export function lockOrder (trx: Tx, id: string | number): Promise<OrderWithItems | undefined> {
-  return trx.selectFrom('orders').selectAll().select(itemsJson.as('items'))
+  return trx.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
     .where('id', '=', idValue(id)).forUpdate('orders').executeTakeFirst()
 }
 
@@ -98,6 +103,7 @@ export interface OrderChange {
   status: OrderStatus
   memo: string | null
   shippingAddress: string | null
+  paymentId: number | null
 }
 
 /** Writes the new state, bumps the version and records the history entry. */
@@ -112,6 +118,7 @@ export async function updateOrder (
       status: change.status,
       memo: change.memo,
       shipping_address: change.shippingAddress,
+      payment_id: change.paymentId,
       version: sql<number>`version + 1`,
       updated_at: sql<Date>`now()`,
     })
@@ -133,43 +140,102 @@ export function findHistory (db: Db, orderId: number): Promise<OrderHistoryRow[]
   return db.selectFrom('order_history').selectAll().where('order_id', '=', orderId).orderBy('id').execute()
 }
 
-export interface OrderListFilter {
-  customerId: number
+/** What the order lists and the export filter on; absent fields do not filter. */
+export interface OrderFilter {
+  /** Owner lists: one customer, soft-deleted orders excluded. Admin lists: any customer, every status. */
+  customerId?: number
+  includeDeleted?: boolean
   statuses?: readonly OrderStatus[]
   createdFrom?: Date
   createdTo?: Date
   minTotal?: number
   maxTotal?: number
   productId?: number
-  /** Keyset position: rows strictly after it in (created_at desc, id desc) order. */
-  after?: { createdAt: Date, id: number }
-  offset?: number
-  limit: number
 }
 
-/** A customer's orders, newest first, soft-deleted ones excluded; served by orders_customer_created_idx. */
-export function listOrders (db: Db, filter: OrderListFilter): Promise<OrderRow[]> {
+function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filter: OrderFilter): Expression<SqlBool> {
+  const conditions: Array<Expression<SqlBool>> = []
+  if (filter.customerId !== undefined) conditions.push(eb('customer_id', '=', filter.customerId))
+  if (!filter.includeDeleted) conditions.push(eb('status', '<>', 'DELETED'))
+  if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses))
+  if (filter.createdFrom) conditions.push(eb('created_at', '>=', filter.createdFrom))
+  if (filter.createdTo) conditions.push(eb('created_at', '<', filter.createdTo))
+  if (filter.minTotal !== undefined) conditions.push(eb('total_amount', '>=', filter.minTotal))
+  if (filter.maxTotal !== undefined) conditions.push(eb('total_amount', '<=', filter.maxTotal))
+  if (filter.productId !== undefined) {
+    conditions.push(eb.exists(eb.selectFrom('order_items').select(sql`1`.as('one'))
+      .whereRef('order_items.order_id', '=', 'orders.id').where('order_items.product_id', '=', filter.productId)))
+  }
+  return eb.and(conditions)
+}
+
+/**
+ * A customer's orders, newest first, soft-deleted ones excluded; served by orders_customer_created_idx.
+ * `after` is a keyset position: rows strictly after it in (created_at desc, id desc) order.
+ */
+export function listOrders (
+  db: Db, filter: OrderFilter & { customerId: number, after?: KeysetPosition, offset?: number, limit: number }
+): Promise<OrderRow[]> {
   return db.selectFrom('orders').selectAll()
-    .where('customer_id', '=', filter.customerId)
-    .where('status', '<>', 'DELETED')
-    .where(eb => {
-      const conditions: Array<Expression<SqlBool>> = []
-      if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses))
-      if (filter.createdFrom) conditions.push(eb('created_at', '>=', filter.createdFrom))
-      if (filter.createdTo) conditions.push(eb('created_at', '<', filter.createdTo))
-      if (filter.minTotal !== undefined) conditions.push(eb('total_amount', '>=', filter.minTotal))
-      if (filter.maxTotal !== undefined) conditions.push(eb('total_amount', '<=', filter.maxTotal))
-      if (filter.productId !== undefined) {
-        conditions.push(eb.exists(eb.selectFrom('order_items').select(sql`1`.as('one'))
-          .whereRef('order_items.order_id', '=', 'orders.id').where('order_items.product_id', '=', filter.productId!)))
-      }
-      if (filter.after) {
-        conditions.push(eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(filter.after.createdAt, filter.after.id)))
-      }
-      return eb.and(conditions)
-    })
+    .where(eb => orderConditions(eb, { ...filter, includeDeleted: false }))
+    .$if(filter.after !== undefined, qb => qb.where(eb =>
+      eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(filter.after!.createdAt, filter.after!.id))))
     .orderBy('created_at', 'desc').orderBy('id', 'desc')
     .limit(filter.limit)
     .offset(filter.offset ?? 0)
     .execute()
+}
+
+export type OrderSortColumn = 'created_at' | 'total_amount' | 'status' | 'updated_at'
+
+/** The admin list: one page in the requested order, and how many orders match in all. */
+export async function pageOrders (
+  db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn>, offset: number, limit: number }
+): Promise<{ rows: OrderRow[], total: number }> {
+  const [rows, count] = await Promise.all([
+    db.selectFrom('orders').selectAll()
+      .where(eb => orderConditions(eb, filter))
+      .orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
+      .limit(filter.limit).offset(filter.offset)
+      .execute(),
+    db.selectFrom('orders').select(eb => eb.fn.countAll<string>().as('total'))
+      .where(eb => orderConditions(eb, filter))
+      .executeTakeFirstOrThrow(),
+  ])
+  return { rows, total: Number(count.total) }
+}
+
+/** The columns of the CSV export, one row per order. */
+export interface ExportRow {
+  id: number
+  customer_id: number
+  customer_email: string
+  status: OrderStatus
+  item_count: number
+  total_amount: number
+  currency: string
+  payment_id: number | null
+  payment_status: string | null
+  shipping_address: string | null
+  memo: string | null
+  created_at: Date
+  updated_at: Date
+}
+
+/**
+ * Every matching order through a database cursor, `chunkSize` rows at a time: memory stays the same
+ * however many orders match.
+ */
+export function streamOrders (db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn> }, chunkSize = 1000): AsyncIterableIterator<ExportRow> {
+  return db.selectFrom('orders')
+    .innerJoin('members', 'members.id', 'orders.customer_id')
+    .leftJoin('payments', 'payments.id', 'orders.payment_id')
+    .select([
+      'orders.id', 'orders.customer_id', 'members.email as customer_email', 'orders.status', 'orders.item_count',
+      'orders.total_amount', 'orders.currency', 'orders.payment_id', 'payments.status as payment_status',
+      'orders.shipping_address', 'orders.memo', 'orders.created_at', 'orders.updated_at',
+    ])
+    .where(eb => orderConditions(eb as unknown as ExpressionBuilder<Database, 'orders'>, filter))
+    .orderBy(`orders.${filter.sort.column}`, filter.sort.direction).orderBy('orders.id', filter.sort.direction)
+    .stream(chunkSize)
 }

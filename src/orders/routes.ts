@@ -4,6 +4,7 @@ import { principalOf } from '../http/access.js'
 import { invalidParam } from '../http/errors.js'
 import { Envelope, IdParams, Slice, ok } from '../http/schemas.js'
 import { idempotencyKeyOf } from '../idempotency/service.js'
+import type { PaymentProvider } from '../payments/provider.js'
 import { changeOrder } from './lifecycle.js'
 import { getOrder, getOrderHistory, listOwnOrders } from './queries.js'
 import {
@@ -13,7 +14,7 @@ import {
 import { createOrder } from './service.js'
 import { etagOf, toOrderDetail } from './views.js'
 
-export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
   const tags = ['orders']
 
   app.post('/api/v1/orders', {
@@ -88,8 +89,8 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await getOrderHistory(app.db, principalOf(request), request.params.id)))
 
   const verbs: Array<[Verb, string]> = [
-    ['confirm', 'Confirm an order (its customer only)'],
-    ['cancel', 'Cancel an order and release its stock'],
+    ['confirm', 'Confirm an order (its customer only); opens its payment'],
+    ['cancel', 'Cancel an order: releases its stock, refunds or cancels its payment'],
     ['delete', 'Soft-delete an order (cancelling it first if it is active)'],
   ]
   for (const [verb, summary] of verbs) {
@@ -103,7 +104,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Envelope(Type.Null()) },
       },
     }, async (request) => {
-      await changeOrder(app.db, principalOf(request), request.params.id, { verb })
+      await changeOrder(app.db, paymentProvider, principalOf(request), request.params.id, { verb })
       return ok(null)
     })
   }
@@ -120,7 +121,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const principal = principalOf(request)
-    const order = await changeOrder(app.db, principal, request.params.id, {
+    const order = await changeOrder(app.db, paymentProvider, principal, request.params.id, {
       ...request.body,
       ifMatch: request.headers['if-match'],
     })
@@ -141,7 +142,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const principal = principalOf(request)
     if (String(request.body.orderId) !== request.params.id) throw invalidParam('orderId', 'must equal the order id in the path')
-    const order = await changeOrder(app.db, principal, request.params.id, {
+    const order = await changeOrder(app.db, paymentProvider, principal, request.params.id, {
       status: request.body.status ?? undefined,
       memo: request.body.memo ?? undefined,
       ifMatch: request.headers['if-match'],

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../members/schemas.js'
-import { Currency, Id, Money, Nullable, SliceQuery, Timestamp, TimestampQuery } from '../http/schemas.js'
+import { Currency, Id, Money, Nullable, PageQuery, SliceQuery, SortQuery, Timestamp, TimestampQuery } from '../http/schemas.js'
 
 export const ORDER_STATUSES = ['PENDING', 'PLACED', 'CONFIRMED', 'DELIVERED', 'CANCELLED', 'DELETED'] as const
 export const OrderStatusSchema = Type.Enum([...ORDER_STATUSES])
@@ -100,16 +100,45 @@ export const OrderListQuery = Type.Object({
 }, { additionalProperties: false })
 export type OrderListQuery = Static<typeof OrderListQuery>
 
-export const OrderSearchQuery = Type.Object({
-  ...SliceQuery,
-  status: Type.Optional(StatusFilter),
+const SearchFilters = {
   createdFrom: Type.Optional(TimestampQuery),
   createdTo: Type.Optional(TimestampQuery),
   minTotal: Type.Optional(Money),
   maxTotal: Type.Optional(Money),
   productId: Type.Optional(Id),
+}
+
+export const OrderSearchQuery = Type.Object({
+  ...SliceQuery,
+  status: Type.Optional(StatusFilter),
+  ...SearchFilters,
 }, { additionalProperties: false })
 export type OrderSearchQuery = Static<typeof OrderSearchQuery>
+
+/** The fields admin lists sort on, and their columns; the first is the default. */
+export const ORDER_SORT = { createdAt: 'created_at', updatedAt: 'updated_at', totalAmount: 'total_amount', status: 'status' } as const
+
+const AdminFilters = {
+  status: Type.Optional(StatusFilter),
+  customerId: Type.Optional(Id),
+  ...SortQuery(Object.keys(ORDER_SORT)),
+}
+
+/** `GET /admin/orders`: every customer, every status (DELETED included), page shape. */
+export const AdminOrderListQuery = Type.Object({ ...PageQuery, ...AdminFilters }, { additionalProperties: false })
+/** `GET /admin/orders/search`: the list's filters plus dates, totals and a product. */
+export const AdminOrderSearchQuery = Type.Object({ ...PageQuery, ...AdminFilters, ...SearchFilters }, { additionalProperties: false })
+export type AdminOrderSearchQuery = Static<typeof AdminOrderSearchQuery>
+/** `GET /admin/orders/export`: the search's filters and sort; every matching order, no paging. */
+export const AdminOrderExportQuery = Type.Object({ ...AdminFilters, ...SearchFilters }, { additionalProperties: false })
+export type AdminOrderExportQuery = Static<typeof AdminOrderExportQuery>
+
+/** An admin's change: deliver or cancel, and the memo; null or absent = unchanged. */
+export const AdminPatchOrderBody = Type.Object({
+  status: Type.Optional(Nullable(Type.Enum(['DELIVERED', 'CANCELLED']))),
+  memo: Type.Optional(Nullable(Memo)),
+}, { additionalProperties: false })
+export type AdminPatchOrderBody = Static<typeof AdminPatchOrderBody>
 
 export const PatchOrderBody = Type.Object({
   orderId: Id,

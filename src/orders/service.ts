@@ -99,5 +99,5 @@ async function placeOrder (trx: Tx, currency: string, principal: Principal, body
     items,
     actor: { id: principal.memberId, role: principal.role },
   })
-  return { ...row, items }
+  return { ...row, items, payment_status: null }
 }

@@ -1,4 +1,5 @@
 import { isAdmin, type Principal } from '../http/access.js'
+import { isCaptured } from '../payments/service.js'
 import type { OrderWithItems } from './repository.js'
 import type { HistoryEntry, OrderDetail, OrderSummary, Verb } from './schemas.js'
 import { VERB_TARGET, canTransition, mayApply } from './status.js'
@@ -6,13 +7,16 @@ import type { OrderHistoryRow, OrderRow } from './table.js'
 
 const VERBS = Object.keys(VERB_TARGET) as Verb[]
 
-/** Delivery needs a captured payment; until an order has one, deliver is refused. */
-export function deliveryBlocker (order: OrderRow): string | undefined {
-  return order.payment_id === null ? 'the order has no completed payment' : undefined
+/** Delivery needs a captured payment (COMPLETED or PARTIALLY_REFUNDED); why not, if it cannot happen. */
+export function deliveryBlocker (order: OrderWithItems): string | undefined {
+  if (isCaptured(order.payment_status)) return undefined
+  return order.payment_status === null
+    ? 'it has no payment'
+    : `its payment is ${order.payment_status}; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment`
 }
 
 /** The verbs this caller may apply to the order now (ones that would change it). */
-export function allowedActions (order: OrderRow, principal: Principal): Verb[] {
+export function allowedActions (order: OrderWithItems, principal: Principal): Verb[] {
   const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
   return VERBS.filter(verb =>
     mayApply(verb, caller) &&

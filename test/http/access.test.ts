@@ -24,7 +24,17 @@ const PUBLIC = new Set([
   'post /api/v1/auth/refresh',
   'post /api/v1/members/password/reset',
   'post /api/v1/members/email/verify',
+  'get /api/v1/products',
+  'get /api/v1/products/search',
   'get /api/v1/products/{id}',
+  'get /api/v1/products/categories',
+  'get /api/v1/products/categories/{categoryId}',
+])
+
+// Admin-only operations outside /api/v1/admin/**.
+const ADMIN_ELSEWHERE = new Set([
+  'post /api/v1/products/categories',
+  'patch /api/v1/payments/{id}/refund',
 ])
 
 const SECRET = 'a-test-signing-secret-of-at-least-32-bytes'
@@ -37,7 +47,7 @@ describeEachBackend('authentication and roles', (ctx) => {
     let checked = 0
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(item)) {
-        const url = path.replace('{id}', '1').replace('{keyId}', '1')
+        const url = path.replace('{id}', '1').replace('{keyId}', '1').replace('{categoryId}', '1')
         const request = { method: method.toUpperCase() as 'GET', url, ...(method === 'get' ? {} : { payload: {} }) }
         const anonymous = await ctx.api.inject(request)
         assert.notEqual(anonymous.statusCode, 500, `${method} ${path}`)
@@ -48,13 +58,13 @@ describeEachBackend('authentication and roles', (ctx) => {
         checked++
         assertError(anonymous, { code: 'UNAUTHORIZED', instance: url, detail: 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.' })
         assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
-        if (path.startsWith('/api/v1/admin/')) {
+        if (path.startsWith('/api/v1/admin/') || ADMIN_ELSEWHERE.has(`${method} ${path}`)) {
           const asMember = await ctx.api.inject({ ...request, headers: member.headers })
           assertError(asMember, { code: 'ACCESS_DENIED', instance: url, detail: 'This operation requires the ADMIN role.' })
         }
       }
     }
-    assert.ok(checked >= 20, `checked ${checked} protected operations`)
+    assert.ok(checked >= 35, `checked ${checked} protected operations`)
   })
 
   const invalidHeaders: Array<[string, string, string]> = [

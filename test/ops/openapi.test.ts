@@ -21,9 +21,30 @@ const OPERATIONS = [
   'post /api/v1/members/me/api-keys',
   'get /api/v1/members/me/api-keys',
   'patch /api/v1/members/me/api-keys/{keyId}/revoke',
+  'get /api/v1/products',
+  'get /api/v1/products/search',
   'get /api/v1/products/{id}',
+  'get /api/v1/products/categories',
+  'post /api/v1/products/categories',
+  'get /api/v1/products/categories/{categoryId}',
   'post /api/v1/admin/products',
+  'get /api/v1/admin/products',
   'get /api/v1/admin/products/{id}',
+  'put /api/v1/admin/products/{id}',
+  'patch /api/v1/admin/products/{id}',
+  'get /api/v1/admin/members',
+  'get /api/v1/admin/members/search',
+  'get /api/v1/admin/members/{id}',
+  'patch /api/v1/admin/members/{id}',
+  'get /api/v1/admin/orders',
+  'get /api/v1/admin/orders/search',
+  'get /api/v1/admin/orders/export',
+  'get /api/v1/admin/orders/{id}',
+  'patch /api/v1/admin/orders/{id}',
+  'get /api/v1/payments/history',
+  'get /api/v1/payments/{id}',
+  'patch /api/v1/payments/{id}/process',
+  'patch /api/v1/payments/{id}/refund',
   'post /api/v1/orders',
   'get /api/v1/orders',
   'get /api/v1/orders/search',
@@ -79,6 +100,8 @@ describe('GET /v3/api-docs', () => {
     const open = [
       'get /api/v1/health', 'post /api/v1/members', 'post /api/v1/auth/login', 'post /api/v1/auth/refresh',
       'post /api/v1/members/password/reset', 'post /api/v1/members/email/verify', 'get /api/v1/products/{id}',
+      'get /api/v1/products', 'get /api/v1/products/search', 'get /api/v1/products/categories',
+      'get /api/v1/products/categories/{categoryId}',
     ]
     for (const operation of OPERATIONS) {
       const [method, path] = operation.split(' ') as [string, string]
@@ -94,5 +117,11 @@ describe('GET /v3/api-docs', () => {
     assert.deepEqual(body.properties.items.maxItems, 100)
     const params = doc.paths['/api/v1/orders/search'].get.parameters.map((p: { name: string }) => p.name)
     assert.deepEqual(params.sort(), ['createdFrom', 'createdTo', 'cursor', 'maxTotal', 'minTotal', 'page', 'productId', 'size', 'status'])
+  })
+
+  it('documents the export as CSV, not an envelope', () => {
+    const ok = doc.paths['/api/v1/admin/orders/export'].get.responses['200']
+    assert.deepEqual(Object.keys(ok.content), ['text/csv'])
+    assert.deepEqual(ok.content['text/csv'].schema, { type: 'string' })
   })
 })

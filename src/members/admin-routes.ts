@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Identity } from '../auth/identity.js'
+import { principalOf } from '../http/access.js'
+import { Envelope, IdParams, Page, ok } from '../http/schemas.js'
+import { AdminMemberListQuery, AdminMemberSearchQuery, AdminUpdateMemberBody, Member } from './schemas.js'
+import { adminUpdateMember, getMember, pageAllMembers } from './service.js'
+
+/** The back office's members: lists, search, and changes of role, status and name. */
+export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
+  const tags = ['admin']
+
+  app.get('/api/v1/admin/members', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'List members (page shape)',
+      querystring: AdminMemberListQuery,
+      response: { 200: Envelope(Page(Member)) },
+    },
+  }, async (request) => ok(await pageAllMembers(app.db, request.query)))
+
+  app.get('/api/v1/admin/members/search', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'Search members by email or name (page shape)',
+      querystring: AdminMemberSearchQuery,
+      response: { 200: Envelope(Page(Member)) },
+    },
+  }, async (request) => ok(await pageAllMembers(app.db, request.query)))
+
+  app.get('/api/v1/admin/members/:id', {
+    config: { access: 'admin' },
+    schema: { tags, summary: 'Get a member', params: IdParams, response: { 200: Envelope(Member) } },
+  }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
+
+  app.patch('/api/v1/admin/members/:id', {
+    config: { access: 'admin' },
+    schema: {
+      tags,
+      summary: 'Change a member\'s role, status or name',
+      description: 'A new role or a suspension ends the member\'s sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status.',
+      params: IdParams,
+      body: AdminUpdateMemberBody,
+      response: { 200: Envelope(Member) },
+    },
+  }, async (request) => ok(await adminUpdateMember(app.db, identity, principalOf(request), request.params.id, request.body)))
+}

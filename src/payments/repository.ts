@@ -1,0 +1,49 @@
+import { sql } from 'kysely'
+import { idValue, type Db, type Tx } from '../db/schema.js'
+import type { KeysetPosition } from '../http/paging.js'
+import type { PaymentsTable, PaymentRow } from './table.js'
+import type { Updateable } from 'kysely'
+
+export function findPayment (db: Db, id: string | number): Promise<PaymentRow | undefined> {
+  return db.selectFrom('payments').selectAll().where('id', '=', idValue(id)).executeTakeFirst()
+}
+
+/** Locks the payment for the rest of the transaction: its changes happen one at a time. */
+export function lockPayment (trx: Tx, id: string | number): Promise<PaymentRow | undefined> {
+  return trx.selectFrom('payments').selectAll().where('id', '=', idValue(id)).forUpdate().executeTakeFirst()
+}
+
+export function insertPayment (trx: Tx, payment: { orderId: number, customerId: number, amount: number, currency: string }): Promise<PaymentRow> {
+  return trx.insertInto('payments')
+    .values({ order_id: payment.orderId, customer_id: payment.customerId, amount: payment.amount, currency: payment.currency })
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+export function updatePayment (trx: Tx, id: number, change: Omit<Updateable<PaymentsTable>, 'id' | 'updated_at'>): Promise<PaymentRow> {
+  return trx.updateTable('payments').set({ ...change, updated_at: sql<Date>`now()` })
+    .where('id', '=', id).returningAll().executeTakeFirstOrThrow()
+}
+
+export function insertRefund (trx: Tx, refund: { paymentId: number, amount: number, reference: string, reason: string, actorId: number }): Promise<unknown> {
+  return trx.insertInto('payment_refunds').values({
+    payment_id: refund.paymentId,
+    amount: refund.amount,
+    provider_reference: refund.reference,
+    reason: refund.reason,
+    actor_id: refund.actorId,
+  }).execute()
+}
+
+/** A customer's payments, newest first (payments_customer_created_idx). */
+export function listCustomerPayments (
+  db: Db, filter: { customerId: number, after?: KeysetPosition, offset: number, limit: number }
+): Promise<PaymentRow[]> {
+  return db.selectFrom('payments').selectAll()
+    .where('customer_id', '=', filter.customerId)
+    .$if(filter.after !== undefined, qb => qb.where(eb =>
+      eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(filter.after!.createdAt, filter.after!.id))))
+    .orderBy('created_at', 'desc').orderBy('id', 'desc')
+    .limit(filter.limit).offset(filter.offset)
+    .execute()
+}

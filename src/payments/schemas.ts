@@ -1,0 +1,43 @@
+import { Type, type Static } from 'typebox'
+import { Currency, Id, Money, Nullable, SliceQuery, Timestamp } from '../http/schemas.js'
+import { IDEMPOTENCY_KEY_PATTERN } from '../orders/schemas.js'
+
+export const PAYMENT_STATUSES = ['PENDING', 'COMPLETED', 'FAILED', 'PARTIALLY_REFUNDED', 'REFUNDED', 'CANCELLED'] as const
+export const PaymentStatusSchema = Type.Enum([...PAYMENT_STATUSES])
+export type PaymentStatus = Static<typeof PaymentStatusSchema>
+
+export const Payment = Type.Object({
+  paymentId: Id,
+  orderId: Id,
+  amount: Money,
+  refundedAmount: Money,
+  currency: Currency,
+  status: PaymentStatusSchema,
+  method: Nullable(Type.String({ description: 'How the customer paid (e.g. CARD), as the provider reports it; null until processed' })),
+  failureReason: Nullable(Type.String({ description: 'Why the last attempt was declined; null otherwise' })),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+})
+export type Payment = Static<typeof Payment>
+
+const IdempotencyKey = Type.Optional(Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'Alternative to the Idempotency-Key header' }))
+
+export const ProcessPaymentBody = Type.Object({
+  paymentMethodToken: Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'A token from the payment provider for the customer\'s card or wallet. The simulated provider declines `tok_declined` and approves anything else.',
+    examples: ['tok_visa'],
+  }),
+  idempotencyKey: IdempotencyKey,
+}, { additionalProperties: false })
+export type ProcessPaymentBody = Static<typeof ProcessPaymentBody>
+
+export const RefundPaymentBody = Type.Object({
+  amount: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Minor units; absent = everything not yet refunded' })),
+  idempotencyKey: IdempotencyKey,
+}, { additionalProperties: false })
+export type RefundPaymentBody = Static<typeof RefundPaymentBody>
+
+export const PaymentHistoryQuery = Type.Object({ ...SliceQuery }, { additionalProperties: false })
+export type PaymentHistoryQuery = Static<typeof PaymentHistoryQuery>

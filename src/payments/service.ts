@@ -1,0 +1,192 @@
+import type { Config } from '../config.js'
+import type { Db, Tx } from '../db/schema.js'
+import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
+import { ApiError, invalidParam } from '../http/errors.js'
+import { sliceWindow, toSlice } from '../http/paging.js'
+import { runIdempotent } from '../idempotency/service.js'
+import type { PaymentProvider } from './provider.js'
+import { findPayment, insertPayment, insertRefund, listCustomerPayments, lockPayment, updatePayment } from './repository.js'
+import type { Payment, PaymentHistoryQuery, PaymentStatus, ProcessPaymentBody, RefundPaymentBody } from './schemas.js'
+import type { PaymentRow } from './table.js'
+
+export function toPayment (row: PaymentRow): Payment {
+  return {
+    paymentId: row.id,
+    orderId: row.order_id,
+    amount: row.amount,
+    refundedAmount: row.refunded_amount,
+    currency: row.currency.trim(),
+    status: row.status,
+    method: row.method,
+    failureReason: row.failure_reason,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  }
+}
+
+/** Money has been captured and not all of it returned. */
+export const isCaptured = (status: PaymentStatus | null) => status === 'COMPLETED' || status === 'PARTIALLY_REFUNDED'
+
+/**
+ * Calls the provider; an error from it (unreachable, timed out, refused a refund) becomes a 503 and
+ * rolls back the transaction around it, so nothing is recorded that the provider did not confirm.
+ */
+async function viaProvider<T> (call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (error) {
+    throw new ApiError('SERVICE_UNAVAILABLE', 'The payment provider could not be reached or did not complete the operation; nothing was changed. Try again.', {
+      headers: { 'Retry-After': '5' },
+      cause: error,
+    })
+  }
+}
+
+const notFound = (id: string | number) => new ApiError('PAYMENT_NOT_FOUND', `Payment ${id} does not exist.`)
+
+/** Confirming an order opens its payment: PENDING, for the order's total. */
+export async function openPayment (trx: Tx, order: { id: number, customer_id: number, total_amount: number, currency: string }): Promise<PaymentRow> {
+  return insertPayment(trx, { orderId: order.id, customerId: order.customer_id, amount: order.total_amount, currency: order.currency })
+}
+
+/** Refunds `amount` of a captured payment through the provider and records it; the caller holds the lock. */
+async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, amount: number, reason: string, actorId: number): Promise<PaymentRow> {
+  const refunded = payment.refunded_amount + amount
+  if (amount > 0) {
+    const { reference } = await viaProvider(() => provider.refund({
+      paymentId: payment.id,
+      chargeReference: payment.provider_reference!,
+      amount,
+      currency: payment.currency.trim(),
+      idempotencyKey: `payment-${payment.id}-refund-${refunded}`,
+    }))
+    await insertRefund(trx, { paymentId: payment.id, amount, reference, reason, actorId })
+  }
+  return updatePayment(trx, payment.id, {
+    refunded_amount: refunded,
+    status: refunded === payment.amount ? 'REFUNDED' : 'PARTIALLY_REFUNDED',
+  })
+}
+
+/**
+ * When its order is cancelled or deleted, a payment ends too, in the same transaction: money
+ * captured is refunded in full (→ REFUNDED), a payment never captured is CANCELLED. If the provider
+ * cannot refund, the whole change fails: no order is cancelled while its money stays captured.
+ */
+export async function settlePayment (trx: Tx, provider: PaymentProvider, paymentId: number, actorId: number): Promise<PaymentStatus> {
+  const payment = (await lockPayment(trx, paymentId))!
+  if (isCaptured(payment.status)) {
+    return (await refund(trx, provider, payment, payment.amount - payment.refunded_amount, 'order cancelled', actorId)).status
+  }
+  if (payment.status === 'PENDING' || payment.status === 'FAILED') {
+    return (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status
+  }
+  return payment.status
+}
+
+/** The owner of the payment's order, or an admin; the payment outlives a deleted order. */
+export async function getPayment (db: Db, principal: Principal, id: string): Promise<Payment> {
+  const payment = await findPayment(db, id)
+  if (!payment) throw notFound(id)
+  assertOwnerOrAdmin(principal, payment.customer_id, 'payment')
+  return toPayment(payment)
+}
+
+/** The caller's payments, newest first, as a slice. */
+export async function listPaymentHistory (db: Db, principal: Principal, query: PaymentHistoryQuery) {
+  const { size, ...window } = sliceWindow(query)
+  const rows = await listCustomerPayments(db, { customerId: principal.memberId, ...window })
+  return toSlice(rows, size, toPayment)
+}
+
+export interface PaymentCommand {
+  provider: PaymentProvider
+  config: Pick<Config, 'idempotencyTtlMs'>
+  principal: Principal
+  /** The payment id as it appears in the path. */
+  id: string
+  key: string | undefined
+}
+
+export interface PaymentResult {
+  payment: Payment
+  replayed: boolean
+}
+
+/**
+ * Charges a PENDING or FAILED payment (the order's customer only). Approved → COMPLETED. Declined →
+ * FAILED, committed, and then a 402; it may be processed again. COMPLETED or PARTIALLY_REFUNDED →
+ * 200 and nothing changes, whatever the token; REFUNDED or CANCELLED → 400.
+ */
+export async function processPayment (db: Db, command: PaymentCommand, body: ProcessPaymentBody): Promise<PaymentResult> {
+  const { provider, principal, id } = command
+  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
+    scope: { memberId: principal.memberId, method: 'PATCH', path: `/api/v1/payments/${id}/process` },
+    key: command.key,
+    body,
+  }, async (trx) => {
+    const payment = await lockPayment(trx, id)
+    if (!payment) throw notFound(id)
+    if (payment.customer_id !== principal.memberId) {
+      throw new ApiError('ACCESS_DENIED', 'Only the customer who placed the order may pay for it.')
+    }
+    if (isCaptured(payment.status)) return { status: 200, body: toPayment(payment), location: null }
+    if (payment.status !== 'PENDING' && payment.status !== 'FAILED') {
+      throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot process a payment that is ${payment.status}.`)
+    }
+    const attempt = payment.attempts + 1
+    const result = await viaProvider(() => provider.charge({
+      paymentId: payment.id,
+      orderId: payment.order_id,
+      amount: payment.amount,
+      currency: payment.currency.trim(),
+      paymentMethodToken: body.paymentMethodToken,
+      idempotencyKey: `payment-${payment.id}-attempt-${attempt}`,
+    }))
+    if (!result.approved) {
+      const failed = await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: result.reason })
+      // A failure outcome: committed, not kept for replay (runIdempotent), answered with 402 below.
+      return { status: 402, body: toPayment(failed), location: null }
+    }
+    const completed = await updatePayment(trx, payment.id, {
+      status: 'COMPLETED',
+      attempts: attempt,
+      method: result.method,
+      provider: provider.name,
+      provider_reference: result.reference,
+      failure_reason: null,
+    })
+    return { status: 200, body: toPayment(completed), location: null }
+  })
+  const payment = response.body as Payment
+  if (response.status === 402) {
+    throw new ApiError('PAYMENT_DECLINED', `The payment provider declined the payment: ${payment.failureReason ?? 'no reason given'} The payment is FAILED and may be processed again with another payment method.`)
+  }
+  return { payment, replayed }
+}
+
+/**
+ * Refunds part or all of what is left of a captured payment (admin). Concurrent refunds take the
+ * payment's lock one after the other, so together they never exceed the amount.
+ */
+export async function refundPayment (db: Db, command: PaymentCommand, body: RefundPaymentBody): Promise<PaymentResult> {
+  const { provider, principal, id } = command
+  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
+    scope: { memberId: principal.memberId, method: 'PATCH', path: `/api/v1/payments/${id}/refund` },
+    key: command.key,
+    body,
+  }, async (trx) => {
+    const payment = await lockPayment(trx, id)
+    if (!payment) throw notFound(id)
+    if (!isCaptured(payment.status)) {
+      throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot refund a payment that is ${payment.status}; only COMPLETED and PARTIALLY_REFUNDED payments can be refunded.`)
+    }
+    const left = payment.amount - payment.refunded_amount
+    if (body.amount !== undefined && body.amount > left) {
+      throw invalidParam('amount', `must not exceed the ${left} left to refund`)
+    }
+    const refunded = await refund(trx, provider, payment, body.amount ?? left, 'refund', principal.memberId)
+    return { status: 200, body: toPayment(refunded), location: null }
+  })
+  return { payment: response.body as Payment, replayed }
+}
