@@ -153,15 +153,16 @@ export interface OrderFilter {
   productId?: number
 }
 
+/** Column names are qualified: the export joins members and payments, which have a status too. */
 function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filter: OrderFilter): Expression<SqlBool> {
   const conditions: Array<Expression<SqlBool>> = []
-  if (filter.customerId !== undefined) conditions.push(eb('customer_id', '=', filter.customerId))
-  if (!filter.includeDeleted) conditions.push(eb('status', '<>', 'DELETED'))
-  if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses))
-  if (filter.createdFrom) conditions.push(eb('created_at', '>=', filter.createdFrom))
-  if (filter.createdTo) conditions.push(eb('created_at', '<', filter.createdTo))
-  if (filter.minTotal !== undefined) conditions.push(eb('total_amount', '>=', filter.minTotal))
-  if (filter.maxTotal !== undefined) conditions.push(eb('total_amount', '<=', filter.maxTotal))
+  if (filter.customerId !== undefined) conditions.push(eb('orders.customer_id', '=', filter.customerId))
+  if (!filter.includeDeleted) conditions.push(eb('orders.status', '<>', 'DELETED'))
+  if (filter.statuses) conditions.push(eb('orders.status', 'in', filter.statuses))
+  if (filter.createdFrom) conditions.push(eb('orders.created_at', '>=', filter.createdFrom))
+  if (filter.createdTo) conditions.push(eb('orders.created_at', '<', filter.createdTo))
+  if (filter.minTotal !== undefined) conditions.push(eb('orders.total_amount', '>=', filter.minTotal))
+  if (filter.maxTotal !== undefined) conditions.push(eb('orders.total_amount', '<=', filter.maxTotal))
   if (filter.productId !== undefined) {
     conditions.push(eb.exists(eb.selectFrom('order_items').select(sql`1`.as('one'))
       .whereRef('order_items.order_id', '=', 'orders.id').where('order_items.product_id', '=', filter.productId)))
