@@ -100,15 +100,13 @@ export type ProductSortColumn = 'created_at' | 'name' | 'price' | 'stock_quantit
 export async function pageProducts (
   db: Db, filter: ProductFilter & { sort: Sort<ProductSortColumn>, offset: number, limit: number }
 ): Promise<{ rows: ProductRow[], total: number }> {
+  const matching = db.selectFrom('products').where(eb => productConditions(eb, filter))
   const [rows, count] = await Promise.all([
-    db.selectFrom('products').select(PRODUCT_COLUMNS)
-      .where(eb => productConditions(eb, filter))
+    matching.select(PRODUCT_COLUMNS)
       .orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
       .limit(filter.limit).offset(filter.offset)
       .execute(),
-    db.selectFrom('products').select(eb => eb.fn.countAll<string>().as('total'))
-      .where(eb => productConditions(eb, filter))
-      .executeTakeFirstOrThrow(),
+    matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
 }

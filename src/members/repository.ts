@@ -39,7 +39,7 @@ const likePattern = (term: string) => `%${term.toLowerCase().replace(/[\\%_]/g, 
 export async function pageMembers (
   db: Db, filter: MemberFilter & { sort: Sort<'created_at' | 'email' | 'name'>, offset: number, limit: number }
 ): Promise<{ rows: MemberRow[], total: number }> {
-  const base = db.selectFrom('members')
+  const matching = db.selectFrom('members')
     .$if(filter.role !== undefined, qb => qb.where('role', '=', filter.role!))
     .$if(filter.status !== undefined, qb => qb.where('status', '=', filter.status!))
     .$if(filter.q !== undefined, qb => qb.where(eb => eb.or([
@@ -47,9 +47,9 @@ export async function pageMembers (
       eb(sql`lower(name)`, 'like', likePattern(filter.q!)),
     ])))
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
+    matching.selectAll().orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
       .limit(filter.limit).offset(filter.offset).execute(),
-    base.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
+    matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
 }

@@ -9,7 +9,7 @@ import {
   AdminOrderExportQuery, AdminOrderListQuery, AdminOrderSearchQuery, AdminPatchOrderBody, IfMatchHeaders, OrderDetail,
   OrderSummary,
 } from './schemas.js'
-import { etagOf, toOrderDetail } from './views.js'
+import { sendOrder } from './views.js'
 
 /** The back office's orders: every customer's, soft-deleted ones included. */
 export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
@@ -67,7 +67,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.patch('/api/v1/admin/orders/:id', {
@@ -89,6 +89,6 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
       memo: memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 }

@@ -193,15 +193,13 @@ export type OrderSortColumn = 'created_at' | 'total_amount' | 'status' | 'update
 export async function pageOrders (
   db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn>, offset: number, limit: number }
 ): Promise<{ rows: OrderRow[], total: number }> {
+  const matching = db.selectFrom('orders').where(eb => orderConditions(eb, filter))
   const [rows, count] = await Promise.all([
-    db.selectFrom('orders').selectAll()
-      .where(eb => orderConditions(eb, filter))
+    matching.selectAll()
       .orderBy(filter.sort.column, filter.sort.direction).orderBy('id', filter.sort.direction)
       .limit(filter.limit).offset(filter.offset)
       .execute(),
-    db.selectFrom('orders').select(eb => eb.fn.countAll<string>().as('total'))
-      .where(eb => orderConditions(eb, filter))
-      .executeTakeFirstOrThrow(),
+    matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
 }

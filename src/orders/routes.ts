@@ -12,7 +12,7 @@ import {
   OrderSearchQuery, OrderSummary, PatchOrderBody, PutOrderBody, type Verb,
 } from './schemas.js'
 import { createOrder } from './service.js'
-import { etagOf, toOrderDetail } from './views.js'
+import { sendOrder } from './views.js'
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
   const tags = ['orders']
@@ -65,7 +65,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.get('/api/v1/orders/:id/items', {
@@ -125,7 +125,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       ...request.body,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.patch('/api/v1/orders/:id', {
@@ -147,6 +147,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       memo: request.body.memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 }

@@ -1,4 +1,6 @@
+import type { FastifyReply } from 'fastify'
 import { isAdmin, type Principal } from '../http/access.js'
+import { ok } from '../http/schemas.js'
 import { isCaptured } from '../payments/service.js'
 import type { OrderWithItems } from './repository.js'
 import type { HistoryEntry, OrderDetail, OrderSummary, Verb } from './schemas.js'
@@ -43,6 +45,11 @@ export function toOrderDetail (order: OrderWithItems, principal: Principal): Ord
     createdAt: order.created_at.toISOString(),
     updatedAt: order.updated_at.toISOString(),
   }
+}
+
+/** Answers with the order's detail for this caller and the ETag of the version shown. */
+export function sendOrder (reply: FastifyReply, order: OrderWithItems, principal: Principal) {
+  return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
 }
 
 export function toOrderSummary (order: OrderRow): OrderSummary {

@@ -114,28 +114,46 @@ export interface PaymentResult {
 }
 
 /**
+ * Runs a payment verb once per idempotency key (scope: caller × PATCH × path), in one transaction
+ * holding the payment's lock; `work` returns the status to answer and the payment as it is after.
+ */
+async function runPaymentVerb (
+  db: Db,
+  command: PaymentCommand,
+  verb: 'process' | 'refund',
+  body: Record<string, unknown>,
+  work: (trx: Tx, payment: PaymentRow) => Promise<{ status: number, payment: PaymentRow }>
+): Promise<PaymentResult & { status: number }> {
+  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
+    scope: { memberId: command.principal.memberId, method: 'PATCH', path: `/api/v1/payments/${command.id}/${verb}` },
+    key: command.key,
+    body,
+  }, async (trx) => {
+    const payment = await lockPayment(trx, command.id)
+    if (!payment) throw notFound(command.id)
+    const result = await work(trx, payment)
+    return { status: result.status, body: toPayment(result.payment), location: null }
+  })
+  return { replayed, status: response.status, payment: response.body as Payment }
+}
+
+/**
  * Charges a PENDING or FAILED payment (the order's customer only). Approved → COMPLETED. Declined →
  * FAILED, committed, and then a 402; it may be processed again. COMPLETED or PARTIALLY_REFUNDED →
  * 200 and nothing changes, whatever the token; REFUNDED or CANCELLED → 400.
  */
 export async function processPayment (db: Db, command: PaymentCommand, body: ProcessPaymentBody): Promise<PaymentResult> {
-  const { provider, principal, id } = command
-  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
-    scope: { memberId: principal.memberId, method: 'PATCH', path: `/api/v1/payments/${id}/process` },
-    key: command.key,
-    body,
-  }, async (trx) => {
-    const payment = await lockPayment(trx, id)
-    if (!payment) throw notFound(id)
+  const { provider, principal } = command
+  const result = await runPaymentVerb(db, command, 'process', body, async (trx, payment) => {
     if (payment.customer_id !== principal.memberId) {
       throw new ApiError('ACCESS_DENIED', 'Only the customer who placed the order may pay for it.')
     }
-    if (isCaptured(payment.status)) return { status: 200, body: toPayment(payment), location: null }
+    if (isCaptured(payment.status)) return { status: 200, payment }
     if (payment.status !== 'PENDING' && payment.status !== 'FAILED') {
       throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot process a payment that is ${payment.status}.`)
     }
     const attempt = payment.attempts + 1
-    const result = await viaProvider(() => provider.charge({
+    const charge = await viaProvider(() => provider.charge({
       paymentId: payment.id,
       orderId: payment.order_id,
       amount: payment.amount,
@@ -143,26 +161,26 @@ export async function processPayment (db: Db, command: PaymentCommand, body: Pro
       paymentMethodToken: body.paymentMethodToken,
       idempotencyKey: `payment-${payment.id}-attempt-${attempt}`,
     }))
-    if (!result.approved) {
-      const failed = await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: result.reason })
+    if (!charge.approved) {
       // A failure outcome: committed, not kept for replay (runIdempotent), answered with 402 below.
-      return { status: 402, body: toPayment(failed), location: null }
+      return { status: 402, payment: await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason }) }
     }
-    const completed = await updatePayment(trx, payment.id, {
-      status: 'COMPLETED',
-      attempts: attempt,
-      method: result.method,
-      provider: provider.name,
-      provider_reference: result.reference,
-      failure_reason: null,
-    })
-    return { status: 200, body: toPayment(completed), location: null }
+    return {
+      status: 200,
+      payment: await updatePayment(trx, payment.id, {
+        status: 'COMPLETED',
+        attempts: attempt,
+        method: charge.method,
+        provider: provider.name,
+        provider_reference: charge.reference,
+        failure_reason: null,
+      }),
+    }
   })
-  const payment = response.body as Payment
-  if (response.status === 402) {
-    throw new ApiError('PAYMENT_DECLINED', `The payment provider declined the payment: ${payment.failureReason ?? 'no reason given'} The payment is FAILED and may be processed again with another payment method.`)
+  if (result.status === 402) {
+    throw new ApiError('PAYMENT_DECLINED', `The payment provider declined the payment: ${result.payment.failureReason ?? 'no reason given'} The payment is FAILED and may be processed again with another payment method.`)
   }
-  return { payment, replayed }
+  return { payment: result.payment, replayed: result.replayed }
 }
 
 /**
@@ -170,14 +188,7 @@ export async function processPayment (db: Db, command: PaymentCommand, body: Pro
  * payment's lock one after the other, so together they never exceed the amount.
  */
 export async function refundPayment (db: Db, command: PaymentCommand, body: RefundPaymentBody): Promise<PaymentResult> {
-  const { provider, principal, id } = command
-  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
-    scope: { memberId: principal.memberId, method: 'PATCH', path: `/api/v1/payments/${id}/refund` },
-    key: command.key,
-    body,
-  }, async (trx) => {
-    const payment = await lockPayment(trx, id)
-    if (!payment) throw notFound(id)
+  const result = await runPaymentVerb(db, command, 'refund', body, async (trx, payment) => {
     if (!isCaptured(payment.status)) {
       throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot refund a payment that is ${payment.status}; only COMPLETED and PARTIALLY_REFUNDED payments can be refunded.`)
     }
@@ -185,8 +196,7 @@ export async function refundPayment (db: Db, command: PaymentCommand, body: Refu
     if (body.amount !== undefined && body.amount > left) {
       throw invalidParam('amount', `must not exceed the ${left} left to refund`)
     }
-    const refunded = await refund(trx, provider, payment, body.amount ?? left, 'refund', principal.memberId)
-    return { status: 200, body: toPayment(refunded), location: null }
+    return { status: 200, payment: await refund(trx, command.provider, payment, body.amount ?? left, 'refund', command.principal.memberId) }
   })
-  return { payment: response.body as Payment, replayed }
+  return { payment: result.payment, replayed: result.replayed }
 }
