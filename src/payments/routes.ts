@@ -54,8 +54,10 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
 
   app.patch('/api/v1/payments/:id/refund', {
     config: { access: 'admin' },
-    // The body is optional: none means a full refund.
-    preValidation: async (request) => { request.body ??= {} },
+    // The body is optional: none at all means a full refund (a JSON null is still a malformed body).
+    preValidation: async (request) => {
+      if (request.body === undefined) request.body = {}
+    },
     schema: {
       tags,
       summary: 'Refund a payment, fully or in part (admin)',
