@@ -57,19 +57,24 @@ export async function getActiveProduct (db: Db, currency: string, id: string): P
 
 /** PUT (every field) or PATCH (the fields sent). Prices of placed orders are snapshots and do not change. */
 export async function changeProduct (db: Db, currency: string, id: string, change: PatchProductBody): Promise<Product> {
-  if (!(await findProduct(db, id))) throw notFound(id)
+  const current = await findProduct(db, id)
+  if (!current) throw notFound(id)
   await assertCategoryExists(db, 'categoryId', change.categoryId)
+  if (Object.keys(change).length === 0) return toProduct(current, currency) // PATCH {}: nothing to change
   const row = await updateProduct(db, id, change)
   if (!row) throw notFound(id)
   return toProduct(row, currency)
 }
 
-/** The words of a `q` parameter, lower-cased; a `q` with no letter or digit is a 400. */
+const MAX_SEARCH_WORDS = 10
+
+/** The words of a `q` parameter, lower-cased; none, or more than ten, is a 400. */
 function searchWords (q: string | undefined): string[] | undefined {
   if (q === undefined) return undefined
   const words = q.toLowerCase().match(/[\p{L}\p{N}]+/gu)
   if (!words) throw invalidParam('q', 'must contain at least one letter or digit')
-  return words.slice(0, 10)
+  if (words.length > MAX_SEARCH_WORDS) throw invalidParam('q', `must have at most ${MAX_SEARCH_WORDS} words`)
+  return words
 }
 
 function productFilter (query: Partial<ProductListQuery>): ProductFilter {

@@ -96,11 +96,12 @@ export interface Sort<Column extends string> {
 }
 
 /**
- * `createdAt,desc` → the column it sorts on and the direction (default desc). The query schema has
- * already checked the field against the list's sortable fields; absent → the first of them.
+ * `createdAt,desc` → the column it sorts on and the direction. The query schema has already checked
+ * the field against the list's sortable fields. No sort → the first field, newest first (desc); a
+ * field without a direction sorts ascending, as `sort=name` does in Spring-style APIs.
  */
 export function parseSort<Field extends string, Column extends string> (value: string | undefined, columns: Readonly<Record<Field, Column>>): Sort<Column> {
-  const [field, direction] = (value ?? '').split(',')
-  const column = columns[field as Field] ?? Object.values<Column>(columns)[0]!
-  return { column, direction: direction === 'asc' ? 'asc' : 'desc' }
+  if (value === undefined) return { column: Object.values<Column>(columns)[0]!, direction: 'desc' }
+  const [field, direction] = value.split(',')
+  return { column: columns[field as Field], direction: direction === 'desc' ? 'desc' : 'asc' }
 }

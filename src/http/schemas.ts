@@ -27,12 +27,14 @@ export const Currency = Type.String({ pattern: '^[A-Z]{3}$', examples: ['USD'] }
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
 export const DEFAULT_SLICE_SIZE = 20
+/** Far beyond any real list, and small enough that page × size is an offset the database accepts. */
+export const MAX_PAGE = 1_000_000
 
 /** Query of every slice (cursor) list: `size`, and `cursor` or `page`. */
 export const SliceQuery = {
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_SLICE_SIZE, description: 'Slice size, 1..100 (default 20)' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The nextCursor of the previous slice' })),
-  page: Type.Optional(Type.Integer({ minimum: 0, description: 'Zero-based page; not together with cursor' })),
+  page: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PAGE, description: 'Zero-based page; not together with cursor' })),
 }
 
 /** The cursor (slice) list shape, for members' own lists. */
@@ -45,14 +47,14 @@ export const Slice = <T extends TSchema>(item: T) => Type.Object({
 
 /** Query of every admin (offset) list: `page`, `size` and `sort` (`field,asc|desc`). */
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Zero-based page (default 0)' })),
+  page: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PAGE, default: 0, description: 'Zero-based page (default 0)' })),
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: DEFAULT_SLICE_SIZE, description: 'Page size, 1..100 (default 20)' })),
 }
 
 /** `sort=field[,asc|desc]` over the list's sortable `fields` (the first is the default). */
 export const SortQuery = (fields: readonly string[]) => ({
   sort: Type.Optional(Type.Enum(fields.flatMap(field => [field, `${field},asc`, `${field},desc`]), {
-    description: `Sort field, optionally followed by ,asc or ,desc (default desc); ties are broken by id in the same direction. Default ${fields[0]},desc`,
+    description: `Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: ${fields[0]},desc`,
   })),
 })
 
