@@ -168,6 +168,16 @@ export function describeEachBackend (
   }
 }
 
+/** The `data` of a 200 success envelope, after checking the status, the JSON type, `success` and `error`. */
+export function successData<T> (res: LightMyRequestResponse): T {
+  assert.equal(res.statusCode, 200, res.body)
+  assert.match(String(res.headers['content-type']), /^application\/json/)
+  const body = res.json()
+  assert.equal(body.success, true)
+  assert.equal(body.error, null)
+  return body.data as T
+}
+
 /** The whole error body, with the volatile timestamp checked for format and then ignored. */
 export function errorBody (res: LightMyRequestResponse) {
   assert.match(String(res.headers['content-type']), /^application\/problem\+json/)

@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
 import type { OrderDetail } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, type Member } from '../helper.js'
+import { assertError, describeEachBackend, type Member, successData } from '../helper.js'
 
 const EXPORT = '/api/v1/admin/orders/export'
 const SEARCH = '/api/v1/admin/orders/search'
@@ -74,11 +74,6 @@ describeEachBackend('admin: orders export', (ctx) => {
   const patch = (caller: Member, url: string, payload?: object) =>
     ctx.api.inject({ method: 'PATCH', url, headers: caller.headers, ...(payload ? { payload } : {}) })
 
-  function data<T> (res: LightMyRequestResponse): T {
-    assert.equal(res.statusCode, 200, res.body)
-    return res.json().data as T
-  }
-
   /** A 200 CSV export: checks the headers and the header line, returns the lines after it as objects. */
   function rowsOf (res: LightMyRequestResponse): Row[] {
     assert.equal(res.statusCode, 200, res.body)
@@ -98,9 +93,9 @@ describeEachBackend('admin: orders export', (ctx) => {
 
   /** The line the contract expects for an order, from what the API says about it elsewhere. */
   async function expectedRow (admin: Member, orderId: number): Promise<Row> {
-    const order = data<OrderDetail>(await get(admin, `/api/v1/admin/orders/${orderId}`))
-    const customer = data<{ email: string }>(await get(admin, `/api/v1/admin/members/${order.customerId}`))
-    const payment = order.paymentId === null ? null : data<{ status: string }>(await get(admin, `/api/v1/payments/${order.paymentId}`))
+    const order = successData<OrderDetail>(await get(admin, `/api/v1/admin/orders/${orderId}`))
+    const customer = successData<{ email: string }>(await get(admin, `/api/v1/admin/members/${order.customerId}`))
+    const payment = order.paymentId === null ? null : successData<{ status: string }>(await get(admin, `/api/v1/payments/${order.paymentId}`))
     return {
       orderId: String(order.orderId),
       customerId: String(order.customerId),
@@ -142,9 +137,9 @@ describeEachBackend('admin: orders export', (ctx) => {
     const jan5 = await place(ann, beans.productId, 5, 5, { memo: 'line one\r\nline two' })
 
     assert.equal((await patch(bob, `/api/v1/orders/${jan2}/confirm`)).statusCode, 200)
-    const paymentId = data<OrderDetail>(await get(bob, `/api/v1/orders/${jan2}`)).paymentId
-    data(await patch(bob, `/api/v1/payments/${paymentId}/process`, { paymentMethodToken: 'tok_visa' }))
-    assert.equal(data<OrderDetail>(await patch(admin, `/api/v1/admin/orders/${jan2}`, { status: 'DELIVERED' })).status, 'DELIVERED')
+    const paymentId = successData<OrderDetail>(await get(bob, `/api/v1/orders/${jan2}`)).paymentId
+    successData(await patch(bob, `/api/v1/payments/${paymentId}/process`, { paymentMethodToken: 'tok_visa' }))
+    assert.equal(successData<OrderDetail>(await patch(admin, `/api/v1/admin/orders/${jan2}`, { status: 'DELIVERED' })).status, 'DELIVERED')
     assert.equal((await patch(ann, `/api/v1/orders/${jan3}/confirm`)).statusCode, 200)
     assert.equal((await patch(ann, `/api/v1/orders/${jan3}/cancel`)).statusCode, 200)
     assert.equal((await patch(bob, `/api/v1/orders/${jan4}/delete`)).statusCode, 200)

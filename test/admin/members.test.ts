@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Member as MemberView } from '../../src/members/schemas.js'
-import { ADMIN, assertError, describeEachBackend, type Member } from '../helper.js'
+import { ADMIN, assertError, describeEachBackend, type Member, successData } from '../helper.js'
 
 const LIST = '/api/v1/admin/members'
 const SEARCH = '/api/v1/admin/members/search'
@@ -35,16 +35,7 @@ describeEachBackend('admin: members', (ctx) => {
     ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken } })
 
   /** The `data` of a 200 envelope. */
-  function data<T> (res: LightMyRequestResponse): T {
-    assert.equal(res.statusCode, 200, res.body)
-    assert.match(String(res.headers['content-type']), /^application\/json/)
-    const body = res.json()
-    assert.equal(body.success, true)
-    assert.equal(body.error, null)
-    return body.data as T
-  }
-
-  const page = async (admin: Member, path: string, query: Query = {}) => data<Page>(await get(admin, path, query))
+  const page = async (admin: Member, path: string, query: Query = {}) => successData<Page>(await get(admin, path, query))
   const emails = async (admin: Member, path: string, query: Query = {}) => (await page(admin, path, query)).content.map(m => m.email)
 
   /** Registers a member through the API and returns the member as the API shows it. */
@@ -57,7 +48,7 @@ describeEachBackend('admin: members', (ctx) => {
   /** The bootstrap admin, logged in, and its member record. */
   async function bootstrapAdmin () {
     const admin = await ctx.api.admin()
-    return { admin, record: data<MemberView>(await get(admin, `${LIST}/${admin.id}`)) }
+    return { admin, record: successData<MemberView>(await get(admin, `${LIST}/${admin.id}`)) }
   }
 
   /** Three members registered after the bootstrap admin, oldest first. */
@@ -121,8 +112,8 @@ describeEachBackend('admin: members', (ctx) => {
   it('filters by role and status', async () => {
     const { admin } = await bootstrapAdmin()
     const { alice, bob } = await threeMembers()
-    data(await patch(admin, alice.memberId, { role: 'ADMIN' }))
-    data(await patch(admin, bob.memberId, { status: 'SUSPENDED' }))
+    successData(await patch(admin, alice.memberId, { role: 'ADMIN' }))
+    successData(await patch(admin, bob.memberId, { status: 'SUSPENDED' }))
     const cases: Array<[Query, string[]]> = [
       [{ role: 'ADMIN' }, ['alice@example.com', ADMIN.email]],
       [{ role: 'USER' }, ['carol@example.com', 'bob@shop.test']],
@@ -168,7 +159,7 @@ describeEachBackend('admin: members', (ctx) => {
   it('search combines q with role, status, sort and paging, and without q lists what GET /admin/members lists', async () => {
     const { admin, record } = await bootstrapAdmin()
     const { alice, bob, carol } = await threeMembers()
-    data(await patch(admin, carol.memberId, { status: 'SUSPENDED' }))
+    successData(await patch(admin, carol.memberId, { status: 'SUSPENDED' }))
     assert.deepEqual(await emails(admin, SEARCH, { q: 'example', status: 'ACTIVE' }), ['alice@example.com', ADMIN.email])
     assert.deepEqual(await emails(admin, SEARCH, { q: 'example', role: 'USER' }), ['carol@example.com', 'alice@example.com'])
     assert.deepEqual(await emails(admin, SEARCH, { q: 'on', sort: 'name,asc' }), ['bob@shop.test', 'carol@example.com'])
@@ -212,7 +203,7 @@ describeEachBackend('admin: members', (ctx) => {
   it('GET /admin/members/{id} answers any member; an unknown id is 404 and a malformed one 400', async () => {
     const { admin } = await bootstrapAdmin()
     const { bob } = await threeMembers()
-    assert.deepEqual(data(await get(admin, `${LIST}/${bob.memberId}`)), bob)
+    assert.deepEqual(successData(await get(admin, `${LIST}/${bob.memberId}`)), bob)
     assertError(await get(admin, `${LIST}/999999`), { code: 'MEMBER_NOT_FOUND', instance: `${LIST}/999999`, detail: 'Member 999999 does not exist.' })
     assertError(await get(admin, `${LIST}/bob`), {
       code: 'VALIDATION_FAILED', instance: `${LIST}/bob`, detail: 'The path has invalid parameters.', invalidParams: [{ field: 'id', message: 'must be a positive 64-bit integer' }],
@@ -222,32 +213,32 @@ describeEachBackend('admin: members', (ctx) => {
   it('PATCH /admin/members/{id} renames a member without ending their session; an empty body changes nothing', async () => {
     const { admin } = await bootstrapAdmin()
     const member = await ctx.api.member('ada')
-    const before = data<MemberView>(await get(admin, `${LIST}/${member.id}`))
-    const renamed = data(await patch(admin, member.id, { name: 'Ada Lovelace' }))
+    const before = successData<MemberView>(await get(admin, `${LIST}/${member.id}`))
+    const renamed = successData(await patch(admin, member.id, { name: 'Ada Lovelace' }))
     assert.deepEqual(renamed, { ...before, name: 'Ada Lovelace' })
-    assert.deepEqual(data(await get(admin, `${LIST}/${member.id}`)), renamed)
-    assert.deepEqual(data(await patch(admin, member.id, {})), renamed)
-    assert.deepEqual(data(await patch(admin, member.id, { role: 'USER', status: 'ACTIVE' })), renamed)
-    assert.deepEqual(data(await me(member)), renamed)
+    assert.deepEqual(successData(await get(admin, `${LIST}/${member.id}`)), renamed)
+    assert.deepEqual(successData(await patch(admin, member.id, {})), renamed)
+    assert.deepEqual(successData(await patch(admin, member.id, { role: 'USER', status: 'ACTIVE' })), renamed)
+    assert.deepEqual(successData(await me(member)), renamed)
   })
 
   it('suspending ends the member’s tokens at once and blocks login; reinstating allows login but the old tokens stay dead', async () => {
     const { admin } = await bootstrapAdmin()
     const member = await ctx.api.member()
-    const before = data<MemberView>(await me(member))
+    const before = successData<MemberView>(await me(member))
 
-    assert.deepEqual(data(await patch(admin, member.id, { status: 'SUSPENDED' })), { ...before, status: 'SUSPENDED' })
+    assert.deepEqual(successData(await patch(admin, member.id, { status: 'SUSPENDED' })), { ...before, status: 'SUSPENDED' })
     const revoked = await me(member)
     assertError(revoked, { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
     assert.equal(revoked.headers['www-authenticate'], 'Bearer realm="order-service", error="invalid_token"')
     assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
     assertError(await login(member.email), { code: 'ACCOUNT_SUSPENDED', instance: '/api/v1/auth/login', detail: 'This account is suspended.' })
 
-    assert.deepEqual(data(await patch(admin, member.id, { status: 'ACTIVE' })), before)
+    assert.deepEqual(successData(await patch(admin, member.id, { status: 'ACTIVE' })), before)
     assertError(await me(member), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: REVOKED })
     assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
     const again = await ctx.api.login(member.email, PASSWORD)
-    assert.deepEqual(data(await me(again)), before)
+    assert.deepEqual(successData(await me(again)), before)
   })
 
   it('a new role ends the member’s sessions; signed in again, the role applies both ways', async () => {
@@ -255,14 +246,14 @@ describeEachBackend('admin: members', (ctx) => {
     const member = await ctx.api.member()
     assertError(await get(member, LIST), { code: 'ACCESS_DENIED', instance: LIST, detail: NOT_ADMIN })
 
-    const promoted = data<MemberView>(await patch(admin, member.id, { role: 'ADMIN' }))
+    const promoted = successData<MemberView>(await patch(admin, member.id, { role: 'ADMIN' }))
     assert.equal(promoted.role, 'ADMIN')
     assertError(await get(member, LIST), { code: 'UNAUTHORIZED', instance: LIST, detail: REVOKED })
     assertError(await refresh(member.refreshToken), { code: 'UNAUTHORIZED', instance: '/api/v1/auth/refresh', detail: INVALID_REFRESH })
     const asAdmin = await ctx.api.login(member.email, PASSWORD)
-    assert.equal(data<Page>(await get(asAdmin, LIST)).totalElements, 2)
+    assert.equal(successData<Page>(await get(asAdmin, LIST)).totalElements, 2)
 
-    assert.equal(data<MemberView>(await patch(admin, member.id, { role: 'USER' })).role, 'USER')
+    assert.equal(successData<MemberView>(await patch(admin, member.id, { role: 'USER' })).role, 'USER')
     assertError(await get(asAdmin, LIST), { code: 'UNAUTHORIZED', instance: LIST, detail: REVOKED })
     const asUser = await ctx.api.login(member.email, PASSWORD)
     assertError(await get(asUser, LIST), { code: 'ACCESS_DENIED', instance: LIST, detail: NOT_ADMIN })
@@ -277,9 +268,9 @@ describeEachBackend('admin: members', (ctx) => {
       { code: 'VALIDATION_FAILED', instance: url, detail: 'The request has invalid parameters.', invalidParams: [{ field: 'status', message: OWN_ROLE }] })
     assertError(await patch(admin, admin.id, { name: 'Boss', status: 'SUSPENDED' }),
       { code: 'VALIDATION_FAILED', instance: url, detail: 'The request has invalid parameters.', invalidParams: [{ field: 'status', message: OWN_ROLE }] })
-    assert.deepEqual(data(await get(admin, url)), record)
+    assert.deepEqual(successData(await get(admin, url)), record)
 
-    assert.deepEqual(data(await patch(admin, admin.id, { name: 'Boss', role: 'ADMIN', status: 'ACTIVE' })), { ...record, name: 'Boss' })
+    assert.deepEqual(successData(await patch(admin, admin.id, { name: 'Boss', role: 'ADMIN', status: 'ACTIVE' })), { ...record, name: 'Boss' })
     assert.equal((await me(admin)).statusCode, 200)
   })
 
@@ -295,9 +286,9 @@ describeEachBackend('admin: members', (ctx) => {
     it(`PATCH /admin/members/{id} rejects ${what} with 400 and changes nothing`, async () => {
       const { admin } = await bootstrapAdmin()
       const member = await ctx.api.member()
-      const before = data(await me(member))
+      const before = successData(await me(member))
       assertError(await patch(admin, member.id, payload), { code: 'VALIDATION_FAILED', instance: `${LIST}/${member.id}`, detail: BODY_INVALID, invalidParams })
-      assert.deepEqual(data(await me(member)), before)
+      assert.deepEqual(successData(await me(member)), before)
     })
   }
 
@@ -321,6 +312,6 @@ describeEachBackend('admin: members', (ctx) => {
       assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
       assertError(await call(member), { code: 'ACCESS_DENIED', instance, detail: NOT_ADMIN })
     }
-    assert.equal(data<MemberView>(await me(member)).name, 'member')
+    assert.equal(successData<MemberView>(await me(member)).name, 'member')
   })
 })

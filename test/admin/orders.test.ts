@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { HistoryEntry, OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, type Member } from '../helper.js'
+import { assertError, describeEachBackend, type Member, successData } from '../helper.js'
 
 const LIST = '/api/v1/admin/orders'
 const SEARCH = '/api/v1/admin/orders/search'
@@ -42,18 +42,9 @@ describeEachBackend('admin: orders', (ctx) => {
     ctx.api.inject({ method: 'PATCH', url, ...(payload ? { payload } : {}), headers: { ...caller?.headers, ...headers } })
 
   /** The `data` of a 200 envelope. */
-  function data<T> (res: LightMyRequestResponse): T {
-    assert.equal(res.statusCode, 200, res.body)
-    assert.match(String(res.headers['content-type']), /^application\/json/)
-    const body = res.json()
-    assert.equal(body.success, true)
-    assert.equal(body.error, null)
-    return body.data as T
-  }
-
-  const page = async (admin: Member, path: string, query: Query = {}) => data<Page>(await get(admin, path, query))
+  const page = async (admin: Member, path: string, query: Query = {}) => successData<Page>(await get(admin, path, query))
   const ids = async (admin: Member, path: string, query: Query = {}) => (await page(admin, path, query)).content.map(o => o.orderId)
-  const history = async (admin: Member, id: number) => data<HistoryEntry[]>(await get(admin, `/api/v1/orders/${id}/history`))
+  const history = async (admin: Member, id: number) => successData<HistoryEntry[]>(await get(admin, `/api/v1/orders/${id}/history`))
   /** The last history entry of an order, its time checked for format and then left out. */
   const lastChange = async (admin: Member, id: number) => {
     const { at, ...entry } = (await history(admin, id)).at(-1)!
@@ -109,10 +100,10 @@ describeEachBackend('admin: orders', (ctx) => {
   async function confirmed (paid: boolean) {
     const o = await placed()
     assert.equal((await patch(o.owner, `/api/v1/orders/${o.id}/confirm`)).statusCode, 200)
-    const paymentId = data<OrderDetail>(await get(o.owner, `/api/v1/orders/${o.id}`)).paymentId
+    const paymentId = successData<OrderDetail>(await get(o.owner, `/api/v1/orders/${o.id}`)).paymentId
     if (paid) {
       const res = await patch(o.owner, `/api/v1/payments/${paymentId}/process`, { paymentMethodToken: 'tok_visa' })
-      assert.equal(data<{ status: string }>(res).status, 'COMPLETED')
+      assert.equal(successData<{ status: string }>(res).status, 'COMPLETED')
     }
     return { ...o, paymentId }
   }
@@ -253,11 +244,11 @@ describeEachBackend('admin: orders', (ctx) => {
     const { admin, jan3, jan5 } = await fixture()
     for (const [id, status, allowedActions] of [[jan3, 'PLACED', ['cancel', 'delete']], [jan5, 'DELETED', []]] as const) {
       const res = await get(admin, `${LIST}/${id}`)
-      const order = data<OrderDetail>(res)
+      const order = successData<OrderDetail>(res)
       assert.equal(order.status, status)
       assert.deepEqual(order.allowedActions, allowedActions)
       assert.equal(res.headers.etag, `"${order.version}"`)
-      assert.deepEqual(order, data(await get(admin, `/api/v1/orders/${id}`)))
+      assert.deepEqual(order, successData(await get(admin, `/api/v1/orders/${id}`)))
     }
     assertError(await get(admin, `${LIST}/999999`), { code: 'ORDER_NOT_FOUND', instance: `${LIST}/999999`, detail: 'Order 999999 does not exist.' })
     assertError(await get(admin, `${LIST}/0`), {
@@ -267,30 +258,30 @@ describeEachBackend('admin: orders', (ctx) => {
 
   it('PATCH /admin/orders/{id} changes the memo: 200 with the detail, a new version and ETag, an "update" history entry', async () => {
     const o = await placed()
-    const before = data<OrderDetail>(await get(o.admin, o.url))
+    const before = successData<OrderDetail>(await get(o.admin, o.url))
     const res = await patch(o.admin, o.url, { memo: 'Gift wrap, please' })
-    const after = data<OrderDetail>(res)
+    const after = successData<OrderDetail>(res)
     assert.deepEqual({ ...after, updatedAt: before.updatedAt }, { ...before, memo: 'Gift wrap, please', version: before.version + 1 })
     assert.equal(res.headers.etag, `"${before.version + 1}"`)
-    assert.deepEqual(data(await get(o.admin, o.url)), after)
+    assert.deepEqual(successData(await get(o.admin, o.url)), after)
     assert.deepEqual(await lastChange(o.admin, o.id), { from: 'PLACED', to: 'PLACED', action: 'update', actorId: o.admin.id, actorRole: 'ADMIN' })
 
     // null and absent fields are left alone: nothing changes, not even the version.
-    for (const payload of [{ memo: null }, { status: null }, {}]) assert.deepEqual(data(await patch(o.admin, o.url, payload)), after)
+    for (const payload of [{ memo: null }, { status: null }, {}]) assert.deepEqual(successData(await patch(o.admin, o.url, payload)), after)
     assert.equal((await history(o.admin, o.id)).length, 2)
   })
 
   it('PATCH /admin/orders/{id} with status CANCELLED cancels any customer’s order and releases its stock, once', async () => {
     const o = await confirmed(false)
     assert.equal(await ctx.api.stockOf(o.product.productId), 8)
-    const cancelled = data<OrderDetail>(await patch(o.admin, o.url, { status: 'CANCELLED', memo: 'Out of business' }))
+    const cancelled = successData<OrderDetail>(await patch(o.admin, o.url, { status: 'CANCELLED', memo: 'Out of business' }))
     assert.equal(cancelled.status, 'CANCELLED')
     assert.equal(cancelled.memo, 'Out of business')
     assert.deepEqual(cancelled.allowedActions, ['delete'])
     assert.equal(await ctx.api.stockOf(o.product.productId), 10)
     assert.deepEqual(await lastChange(o.admin, o.id), { from: 'CONFIRMED', to: 'CANCELLED', action: 'cancel', actorId: o.admin.id, actorRole: 'ADMIN' })
 
-    assert.deepEqual(data(await patch(o.admin, o.url, { status: 'CANCELLED' })), cancelled)
+    assert.deepEqual(successData(await patch(o.admin, o.url, { status: 'CANCELLED' })), cancelled)
     assert.equal(await ctx.api.stockOf(o.product.productId), 10)
   })
 
@@ -304,11 +295,11 @@ describeEachBackend('admin: orders', (ctx) => {
       instance: unpaid.url,
       detail: 'Cannot deliver an order that is CONFIRMED: its payment is PENDING; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.',
     })
-    assert.equal(data<OrderDetail>(await get(unpaid.admin, unpaid.url)).status, 'CONFIRMED')
+    assert.equal(successData<OrderDetail>(await get(unpaid.admin, unpaid.url)).status, 'CONFIRMED')
 
     const paid = await confirmed(true)
-    assert.deepEqual(data<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete'])
-    const delivered = data<OrderDetail>(await patch(paid.admin, paid.url, { status: 'DELIVERED' }))
+    assert.deepEqual(successData<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete'])
+    const delivered = successData<OrderDetail>(await patch(paid.admin, paid.url, { status: 'DELIVERED' }))
     assert.equal(delivered.status, 'DELIVERED')
     assert.equal(delivered.paymentId, paid.paymentId)
     assert.deepEqual(delivered.allowedActions, ['delete'])
@@ -326,25 +317,25 @@ describeEachBackend('admin: orders', (ctx) => {
   for (const [what, payload, invalidParams] of badBodies) {
     it(`PATCH /admin/orders/{id} rejects ${what} with 400 and changes nothing`, async () => {
       const o = await placed()
-      const before = data(await get(o.admin, o.url))
+      const before = successData(await get(o.admin, o.url))
       assertError(await patch(o.admin, o.url, payload), { code: 'VALIDATION_FAILED', instance: o.url, detail: BODY_INVALID, invalidParams })
-      assert.deepEqual(data(await get(o.admin, o.url)), before)
+      assert.deepEqual(successData(await get(o.admin, o.url)), before)
     })
   }
 
   it('PATCH /admin/orders/{id} honours If-Match: a stale ETag is 412 and changes nothing, the current one applies', async () => {
     const o = await placed()
     const etag = String((await get(o.admin, o.url)).headers.etag)
-    data(await patch(o.owner, `/api/v1/orders/${o.id}`, { orderId: o.id, memo: 'changed by the owner' }))
-    const before = data<OrderDetail>(await get(o.admin, o.url))
+    successData(await patch(o.owner, `/api/v1/orders/${o.id}`, { orderId: o.id, memo: 'changed by the owner' }))
+    const before = successData<OrderDetail>(await get(o.admin, o.url))
     assertError(await patch(o.admin, o.url, { status: 'CANCELLED' }, { 'if-match': etag }), {
       code: 'PRECONDITION_FAILED', instance: o.url, detail: `If-Match does not match the order's current ETag "${before.version}"; fetch it again.`,
     })
-    assert.deepEqual(data(await get(o.admin, o.url)), before)
+    assert.deepEqual(successData(await get(o.admin, o.url)), before)
     assert.equal(await ctx.api.stockOf(o.product.productId), 8)
 
     const res = await patch(o.admin, o.url, { status: 'CANCELLED' }, { 'if-match': `"${before.version}"` })
-    assert.equal(data<OrderDetail>(res).status, 'CANCELLED')
+    assert.equal(successData<OrderDetail>(res).status, 'CANCELLED')
     assert.equal(res.headers.etag, `"${before.version + 1}"`)
   })
 
@@ -368,6 +359,6 @@ describeEachBackend('admin: orders', (ctx) => {
       assert.equal(anonymous.headers['www-authenticate'], 'Bearer realm="order-service"')
       assertError(await call(o.owner), { code: 'ACCESS_DENIED', instance, detail: NOT_ADMIN })
     }
-    assert.equal(data<OrderDetail>(await get(o.admin, o.url)).status, 'PLACED')
+    assert.equal(successData<OrderDetail>(await get(o.admin, o.url)).status, 'PLACED')
   })
 })

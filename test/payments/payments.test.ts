@@ -2,87 +2,21 @@ import assert from 'node:assert/strict'
 import { beforeEach, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { simulatedProvider, type PaymentProvider } from '../../src/payments/provider.js'
-import type { Payment, PaymentStatus } from '../../src/payments/schemas.js'
+import type { Payment } from '../../src/payments/schemas.js'
 import { assertError, describeEachBackend, type Api, type Member } from '../helper.js'
+import {
+  BODY_INVALID, TIMESTAMP, UNAUTHENTICATED, assertPayment, completedPayment, confirmedOrder, get, patch, pay, paymentIn, paymentOf,
+  pendingPayment, type Confirmed, type Fields,
+} from './fixtures.js'
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const UNAUTHENTICATED = 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.'
-const BODY_INVALID = 'The request body has invalid parameters.'
 const NOT_THE_PAYER = 'Only the customer who placed the order may pay for it.'
 const DECLINED = 'The payment provider declined the payment: The card was declined. The payment is FAILED and may be processed again with another payment method.'
 const REUSED = 'This idempotency key was already used with a different request body.'
 
-type Fields = Omit<Payment, 'createdAt' | 'updatedAt'>
-
-const get = (api: Api, url: string, who?: Member) => api.inject({ method: 'GET', url, headers: { ...who?.headers } })
-const patch = (api: Api, url: string, who?: Member, payload?: object, headers: Record<string, string> = {}) =>
-  api.inject({ method: 'PATCH', url, headers: { ...who?.headers, ...headers }, ...(payload === undefined ? {} : { payload }) })
-
-/**
- * A member's CONFIRMED order of 2 × 500 (stock 10 → 8) and its PENDING payment of 1000, reached
- * through HTTP only.
- */
-async function confirmedOrder (api: Api) {
-  const admin = await api.admin()
-  const owner = await api.member('owner')
-  const product = await api.product(admin, { price: 500, stockQuantity: 10 })
-  const order = await api.order(owner, [{ productId: product.productId, quantity: 2 }])
-  const orderUrl = `/api/v1/orders/${order.orderId}`
-  assert.equal((await patch(api, `${orderUrl}/confirm`, owner)).statusCode, 200)
-  const paymentId = (await get(api, orderUrl, owner)).json().data.paymentId as number
-  return {
-    admin, owner, productId: product.productId, orderId: order.orderId, orderUrl, paymentId, paymentUrl: `/api/v1/payments/${paymentId}`,
-  }
-}
-type Confirmed = Awaited<ReturnType<typeof confirmedOrder>>
-
-/** The payment of a fresh confirmed order as it is right after confirmation. */
-const pendingPayment = (o: Confirmed): Fields => ({
-  paymentId: o.paymentId,
-  orderId: o.orderId,
-  amount: 1000,
-  refundedAmount: 0,
-  currency: 'USD',
-  status: 'PENDING',
-  method: null,
-  failureReason: null,
-})
-const completedPayment = (o: Confirmed): Fields => ({ ...pendingPayment(o), status: 'COMPLETED', method: 'CARD' })
-const failedPayment = (o: Confirmed): Fields => ({ ...pendingPayment(o), status: 'FAILED', failureReason: 'The card was declined.' })
-
-/** A 200 success envelope whose data is a payment with exactly `expected` (timestamps checked for format). */
-function assertPayment (res: LightMyRequestResponse, expected: Fields): Payment {
-  assert.equal(res.statusCode, 200, res.body)
-  assert.match(String(res.headers['content-type']), /^application\/json/)
-  const { data, ...envelope } = res.json()
-  assert.deepEqual(envelope, { success: true, error: null })
-  const { createdAt, updatedAt, ...fields } = data
-  assert.match(createdAt, TIMESTAMP)
-  assert.match(updatedAt, TIMESTAMP)
-  assert.deepEqual(fields, expected)
-  return data
-}
-
-const pay = (api: Api, o: Confirmed, token: string, headers: Record<string, string> = {}) =>
-  patch(api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: token }, headers)
-
-/** The payment as its owner reads it. */
-const paymentOf = async (api: Api, o: Confirmed): Promise<Payment> => (await get(api, o.paymentUrl, o.owner)).json().data
-
 const attemptsOf = async (api: Api, paymentId: number) =>
   (await api.app.db.selectFrom('payments').select('attempts').where('id', '=', paymentId).executeTakeFirstOrThrow()).attempts
 
-/** A confirmed order whose payment has been brought to `status` through HTTP. */
-async function paymentIn (api: Api, status: PaymentStatus): Promise<Confirmed> {
-  const o = await confirmedOrder(api)
-  if (status === 'FAILED') assert.equal((await pay(api, o, 'tok_declined')).statusCode, 402)
-  if (['COMPLETED', 'PARTIALLY_REFUNDED', 'REFUNDED'].includes(status)) assert.equal((await pay(api, o, 'tok_visa')).statusCode, 200)
-  if (status === 'PARTIALLY_REFUNDED') assert.equal((await patch(api, `${o.paymentUrl}/refund`, o.admin, { amount: 300 })).statusCode, 200)
-  if (status === 'REFUNDED') assert.equal((await patch(api, `${o.paymentUrl}/refund`, o.admin)).statusCode, 200)
-  if (status === 'CANCELLED') assert.equal((await patch(api, `${o.orderUrl}/cancel`, o.owner)).statusCode, 200)
-  assert.equal((await paymentOf(api, o)).status, status)
-  return o
-}
+const failedPayment = (o: Confirmed): Fields => ({ ...pendingPayment(o), status: 'FAILED', failureReason: 'The card was declined.' })
 
 describeEachBackend('payments', (ctx) => {
   it('confirming an order opens one PENDING payment for its total, and the order detail names it', async () => {

@@ -1,94 +1,25 @@
 import assert from 'node:assert/strict'
 import { beforeEach, it } from 'node:test'
-import type { LightMyRequestResponse } from 'fastify'
 import { simulatedProvider, type PaymentProvider } from '../../src/payments/provider.js'
-import type { Payment, PaymentStatus } from '../../src/payments/schemas.js'
-import { assertError, describeEachBackend, type Api, type Member } from '../helper.js'
+import type { PaymentStatus } from '../../src/payments/schemas.js'
+import { assertError, describeEachBackend, type Api } from '../helper.js'
+import {
+  BODY_INVALID, UNAUTHENTICATED, assertPayment, completedPayment, get, patch, paymentIn, paymentOf, refund, type Confirmed, type Fields,
+} from './fixtures.js'
 
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
-const UNAUTHENTICATED = 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.'
 const REQUEST_INVALID = 'The request has invalid parameters.'
-const BODY_INVALID = 'The request body has invalid parameters.'
 const UNAVAILABLE = 'The payment provider could not be reached or did not complete the operation; nothing was changed. Try again.'
 const notRefundable = (status: PaymentStatus) =>
   `Cannot refund a payment that is ${status}; only COMPLETED and PARTIALLY_REFUNDED payments can be refunded.`
 
-type Fields = Omit<Payment, 'createdAt' | 'updatedAt'>
-
-const get = (api: Api, url: string, who?: Member) => api.inject({ method: 'GET', url, headers: { ...who?.headers } })
-const patch = (api: Api, url: string, who?: Member, payload?: object, headers: Record<string, string> = {}) =>
-  api.inject({ method: 'PATCH', url, headers: { ...who?.headers, ...headers }, ...(payload === undefined ? {} : { payload }) })
-
-/**
- * A member's CONFIRMED order of 2 × 500 (stock 10 → 8) and its PENDING payment of 1000, reached
- * through HTTP only.
- */
-async function confirmedOrder (api: Api) {
-  const admin = await api.admin()
-  const owner = await api.member('owner')
-  const product = await api.product(admin, { price: 500, stockQuantity: 10 })
-  const order = await api.order(owner, [{ productId: product.productId, quantity: 2 }])
-  const orderUrl = `/api/v1/orders/${order.orderId}`
-  assert.equal((await patch(api, `${orderUrl}/confirm`, owner)).statusCode, 200)
-  const paymentId = (await get(api, orderUrl, owner)).json().data.paymentId as number
-  return {
-    admin, owner, productId: product.productId, orderId: order.orderId, orderUrl, paymentId, paymentUrl: `/api/v1/payments/${paymentId}`,
-  }
-}
-type Confirmed = Awaited<ReturnType<typeof confirmedOrder>>
-
-/** The payment once paid by card and not yet refunded. */
-const completedPayment = (o: Confirmed): Fields => ({
-  paymentId: o.paymentId,
-  orderId: o.orderId,
-  amount: 1000,
-  refundedAmount: 0,
-  currency: 'USD',
-  status: 'COMPLETED',
-  method: 'CARD',
-  failureReason: null,
-})
 const refunded = (o: Confirmed, refundedAmount: number): Fields =>
   ({ ...completedPayment(o), refundedAmount, status: refundedAmount === 1000 ? 'REFUNDED' : 'PARTIALLY_REFUNDED' })
-
-/** A 200 success envelope whose data is a payment with exactly `expected` (timestamps checked for format). */
-function assertPayment (res: LightMyRequestResponse, expected: Fields): Payment {
-  assert.equal(res.statusCode, 200, res.body)
-  assert.match(String(res.headers['content-type']), /^application\/json/)
-  const { data, ...envelope } = res.json()
-  assert.deepEqual(envelope, { success: true, error: null })
-  const { createdAt, updatedAt, ...fields } = data
-  assert.match(createdAt, TIMESTAMP)
-  assert.match(updatedAt, TIMESTAMP)
-  assert.deepEqual(fields, expected)
-  return data
-}
-
-const pay = (api: Api, o: Confirmed, token: string) => patch(api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: token })
-/** PATCH /refund as the admin; no payload sends no body. */
-const refund = (api: Api, o: Confirmed, payload?: object, headers: Record<string, string> = {}) =>
-  patch(api, `${o.paymentUrl}/refund`, o.admin, payload, headers)
-
-/** The payment as its owner reads it. */
-const paymentOf = async (api: Api, o: Confirmed): Promise<Payment> => (await get(api, o.paymentUrl, o.owner)).json().data
 
 /** The rows of payment_refunds for the payment, oldest first. */
 const refundsOf = (api: Api, paymentId: number) =>
   api.app.db.selectFrom('payment_refunds').select(['amount', 'reason']).where('payment_id', '=', paymentId).orderBy('id').execute()
 
 const sum = (rows: Array<{ amount: number }>) => rows.reduce((total, row) => total + row.amount, 0)
-
-/** A confirmed order whose payment has been brought to `status` through HTTP. */
-async function paymentIn (api: Api, status: PaymentStatus): Promise<Confirmed> {
-  const o = await confirmedOrder(api)
-  if (status === 'FAILED') assert.equal((await pay(api, o, 'tok_declined')).statusCode, 402)
-  if (['COMPLETED', 'PARTIALLY_REFUNDED', 'REFUNDED'].includes(status)) assert.equal((await pay(api, o, 'tok_visa')).statusCode, 200)
-  if (status === 'PARTIALLY_REFUNDED') assert.equal((await refund(api, o, { amount: 300 })).statusCode, 200)
-  if (status === 'REFUNDED') assert.equal((await refund(api, o)).statusCode, 200)
-  if (status === 'CANCELLED') assert.equal((await patch(api, `${o.orderUrl}/cancel`, o.owner)).statusCode, 200)
-  assert.equal((await paymentOf(api, o)).status, status)
-  return o
-}
 
 /** The three ways an order ends while CONFIRMED, and the status each leaves it in. */
 interface OrderEnding { name: string, url: (o: Confirmed) => string, by: 'owner' | 'admin', payload?: object, orderStatus: 'CANCELLED' | 'DELETED' }
