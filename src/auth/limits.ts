@@ -8,6 +8,8 @@ export interface CounterStore {
   /** Counts a hit; null when nothing could be counted (the store is down: limits fail open). */
   increment (key: string, windowMs: number): Promise<Counter | null>
   reset (key: string): Promise<void>
+  /** Whether the backing store answers (memory: always); for the health check. */
+  ping (): Promise<boolean>
   close (): Promise<void>
 }
 
@@ -37,6 +39,10 @@ export class MemoryCounterStore implements CounterStore {
 
   async reset (key: string): Promise<void> {
     this.#counters.delete(key)
+  }
+
+  async ping (): Promise<boolean> {
+    return true
   }
 
   async close (): Promise<void> {
@@ -96,6 +102,10 @@ export class RedisCounterStore implements CounterStore {
 
   async reset (key: string): Promise<void> {
     await this.#redis.del(KEY_PREFIX + key).catch(() => {})
+  }
+
+  async ping (): Promise<boolean> {
+    return this.#redis.ping().then(answer => answer === 'PONG', () => false)
   }
 
   async close (): Promise<void> {

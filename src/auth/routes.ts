@@ -13,7 +13,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
     config: { access: 'public', authRateLimited: true },
     schema: {
       tags,
+      operationId: 'login',
       summary: 'Log in with email and password',
+      description: 'Returns an access token (a JWT valid for 15 minutes) and a refresh token (14 days). Failed attempts are counted per email; too many answer 429.',
       body: LoginBody,
       response: { 201: Envelope(TokenPair) },
     },
@@ -23,6 +25,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
     config: { access: 'public', authRateLimited: true },
     schema: {
       tags,
+      operationId: 'refreshTokens',
       summary: 'Exchange a refresh token for a new token pair',
       description: 'Each refresh token works once. Presenting a spent one again revokes the whole session.',
       body: RefreshBody,
@@ -34,6 +37,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
     config: { access: 'member', authRateLimited: true },
     schema: {
       tags,
+      operationId: 'logout',
       summary: 'End the current session',
       description: 'The session’s refresh token and access tokens are rejected from then on, on every instance.',
       response: { 201: Envelope(Type.Null()) },

@@ -12,7 +12,9 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminCreateProduct',
       summary: 'Create a product',
+      description: 'Prices are in minor units of the deployment’s currency; status defaults to ACTIVE. An unknown categoryId is 400.',
       body: CreateProductBody,
       response: { 201: Envelope(Product) },
     },
@@ -25,7 +27,9 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminListProducts',
       summary: 'List every product (page shape)',
+      description: 'Every product, inactive ones included, in the offset (page) shape; filters status, categoryId, q, minPrice, maxPrice; sort by createdAt, name, price or stockQuantity.',
       querystring: AdminProductListQuery,
       response: { 200: Envelope(Page(Product)) },
     },
@@ -35,7 +39,9 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminGetProduct',
       summary: 'Get a product, inactive ones included',
+      description: 'Any product, inactive ones included.',
       params: IdParams,
       response: { 200: Envelope(Product) },
     },
@@ -45,6 +51,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminReplaceProduct',
       summary: 'Replace a product',
       description: 'All six fields are required; description and categoryId may be null. Placed orders keep the prices they were placed at.',
       params: IdParams,
@@ -57,6 +64,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminUpdateProduct',
       summary: 'Change some fields of a product (price, stock, status, …)',
       description: 'Absent fields are unchanged; description and categoryId may be set to null.',
       params: IdParams,

@@ -19,13 +19,19 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }
   app.get('/api/v1/products', {
     ...list,
-    schema: { ...list.schema, summary: 'List active products, newest first' },
+    schema: {
+      ...list.schema,
+      operationId: 'listProducts',
+      summary: 'List active products, newest first',
+      description: 'Active products only, newest first, in the cursor (slice) shape. Filters: categoryId (with its subcategories), q, minPrice, maxPrice.',
+    },
   }, async (request) => ok(await listActiveProducts(app.db, currency, request.query)))
 
   app.get('/api/v1/products/search', {
     ...list,
     schema: {
       ...list.schema,
+      operationId: 'searchProducts',
       summary: 'Search active products',
       description: 'The same filters as the list. `q` matches words that start words of the name or description, through a full-text index.',
     },
@@ -35,7 +41,9 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'public' },
     schema: {
       tags,
+      operationId: 'getProduct',
       summary: 'Get an active product',
+      description: 'Inactive products do not exist on public paths (404).',
       params: IdParams,
       response: { 200: Envelope(Product) },
     },
@@ -45,7 +53,9 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'public' },
     schema: {
       tags,
+      operationId: 'listCategories',
       summary: 'List every category, by name',
+      description: 'A plain array of every category, ordered by name; parentId links a subcategory to its parent.',
       response: { 200: Envelope(Type.Array(Category)) },
     },
   }, async () => ok(await getCategories(app.db)))
@@ -54,7 +64,9 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'public' },
     schema: {
       tags,
+      operationId: 'getCategory',
       summary: 'Get a category',
+      description: 'An unknown category is 404 CATEGORY_NOT_FOUND.',
       params: CategoryParams,
       response: { 200: Envelope(Category) },
     },
@@ -64,7 +76,9 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'createCategory',
       summary: 'Create a category (admin)',
+      description: 'Admins only. An unknown parentId is 400 naming the field.',
       body: CreateCategoryBody,
       response: { 201: Envelope(Category) },
     },

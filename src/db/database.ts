@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises'
-import { Kysely, Migrator, PostgresDialect, type MigrationProvider } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, type LogEvent, type MigrationProvider } from 'kysely'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
 import type { Config } from '../config.js'
@@ -11,7 +11,53 @@ export interface DatabaseHandle {
   readonly db: Db
   /** `postgres` for a server given by DATABASE_URL, `pglite` for the embedded database. */
   readonly kind: 'postgres' | 'pglite'
+  /** The connection pool's state right now; absent for PGlite (one embedded session, no pool). */
+  readonly poolStats?: () => PoolStats
   close (): Promise<void>
+}
+
+export interface PoolStats {
+  /** Connections open (idle + in use). */
+  total: number
+  idle: number
+  /** Callers waiting for a connection. */
+  waiting: number
+  /** The pool's maximum size. */
+  max: number
+}
+
+/** What a statement does, for metrics (never the SQL text: label cardinality and secrets). */
+export type QueryKind = 'select' | 'insert' | 'update' | 'delete' | 'other'
+
+/** Told of every statement run through a database opened here (Kysely's `log`): its kind, seconds, and whether it failed. */
+export type QueryObserver = (kind: QueryKind, seconds: number, failed: boolean) => void
+
+let queryObserver: QueryObserver | undefined
+
+/** Sets the one process-wide query observer (the metrics module); `undefined` stops observing. */
+export function observeQueries (observer: QueryObserver | undefined): void {
+  queryObserver = observer
+}
+
+const NODE_KINDS: Record<string, QueryKind> = {
+  SelectQueryNode: 'select',
+  InsertQueryNode: 'insert',
+  UpdateQueryNode: 'update',
+  DeleteQueryNode: 'delete',
+}
+const RAW_KIND = /^\s*(select|insert|update|delete)\b/i
+
+function queryKind (event: LogEvent): QueryKind {
+  const nodeKind = event.query.query.kind
+  if (nodeKind !== 'RawNode') return NODE_KINDS[nodeKind] ?? 'other'
+  // sql`...` templates and begin/commit: the leading keyword says enough.
+  const match = RAW_KIND.exec(event.query.sql)
+  return match ? match[1]!.toLowerCase() as QueryKind : 'other'
+}
+
+/** Kysely's `log` option: times every query (and failure) for the observer, if there is one. */
+function logQuery (event: LogEvent): void {
+  if (queryObserver) queryObserver(queryKind(event), event.queryDurationMillis / 1000, event.level === 'error')
 }
 
 const INT8_OID = 20
@@ -38,15 +84,17 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
     // An idle client losing its server must not crash the process; the next query reports it.
     pool.on('error', () => {})
     // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }) })
-    return { db, kind: 'postgres', close: () => db.destroy() }
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }), log: logQuery })
+    const max = config.databasePoolSize
+    const poolStats = (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max })
+    return { db, kind: 'postgres', poolStats, close: () => db.destroy() }
   }
 
   const { PGlite } = await import('@electric-sql/pglite')
   const inMemory = config.dataDir === 'memory'
   if (!inMemory) await mkdir(config.dataDir, { recursive: true })
   const pglite = new PGlite(inMemory ? undefined : config.dataDir, { parsers: { [INT8_OID]: parseInt8 } })
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) })
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite), log: logQuery })
   return { db, kind: 'pglite', close: () => db.destroy() }
 }
 

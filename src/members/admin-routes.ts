@@ -13,7 +13,9 @@ export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminListMembers',
       summary: 'List members (page shape)',
+      description: 'Every member in the offset (page) shape; filters role and status; sort by createdAt, email or name.',
       querystring: AdminMemberListQuery,
       response: { 200: Envelope(Page(Member)) },
     },
@@ -23,7 +25,9 @@ export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminSearchMembers',
       summary: 'Search members by email or name (page shape)',
+      description: 'The list’s filters plus q, a case-insensitive part of the email or the name.',
       querystring: AdminMemberSearchQuery,
       response: { 200: Envelope(Page(Member)) },
     },
@@ -31,13 +35,14 @@ export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }
 
   app.get('/api/v1/admin/members/:id', {
     config: { access: 'admin' },
-    schema: { tags, summary: 'Get a member', params: IdParams, response: { 200: Envelope(Member) } },
+    schema: { tags, operationId: 'adminGetMember', summary: 'Get a member', description: 'Any member’s account.', params: IdParams, response: { 200: Envelope(Member) } },
   }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
 
   app.patch('/api/v1/admin/members/:id', {
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminUpdateMember',
       summary: 'Change a member\'s role, status or name',
       description: 'A new role or a suspension ends the member\'s sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status.',
       params: IdParams,

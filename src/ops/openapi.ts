@@ -5,6 +5,21 @@ import { ErrorEnvelope, ProblemSchema } from '../http/schemas.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 const EmptyQuery = Type.Object({}, { additionalProperties: false })
+
+/** The description of each success status, for routes that do not give their own. */
+const SUCCESS: Record<string, string> = {
+  200: 'OK: the envelope with the result in `data`',
+  201: 'Created: the envelope with the new resource in `data`',
+}
+
+/** Errors are `application/problem+json` whose body is the error envelope (CONTRACT §1, §2). */
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: Type.Ref('ErrorEnvelope') } },
+})
+
+/** A route whose body may be left out (`x-optional-body: true` in its schema), e.g. a full refund. */
+const OPTIONAL_BODY = 'x-optional-body'
 const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
 
 /**
@@ -19,9 +34,12 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
 
   app.addHook('onRoute', (route) => {
     const schema = { ...(route.schema ?? {}) } as Record<string, unknown>
-    const response = { ...(schema.response as Record<string, unknown> ?? {}) }
-    response['4xx'] ??= Type.Ref('ErrorEnvelope')
-    response['5xx'] ??= Type.Ref('ErrorEnvelope')
+    const response = { ...(schema.response as Record<string, Record<string, unknown>> ?? {}) }
+    for (const [status, answer] of Object.entries(response)) {
+      if (answer.description === undefined && SUCCESS[status]) response[status] = { ...answer, description: SUCCESS[status] }
+    }
+    response['4xx'] ??= errorResponse('A client error, as the error envelope; `error.code` says which (see the error catalogue)')
+    response['5xx'] ??= errorResponse('A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After')
     schema.response = response
     if (route.url.startsWith('/api/') && schema.querystring === undefined) schema.querystring = EmptyQuery
     if (schema.security === undefined) {
@@ -37,15 +55,37 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       info: {
         title: 'Order service API',
         version: pkg.version,
-        description: 'Orders, stock reservation, payments and fulfilment. Every /api response is an envelope `{success, data, error}`; errors are `application/problem+json`.',
+        description: 'Orders, stock reservation, payments and fulfilment. Every /api response is an envelope `{success, data, error}`; errors are `application/problem+json`. The reference page is at /docs/index.html.',
+        contact: { name: 'Order service maintainers' },
       },
       servers: [{ url: '/' }],
+      tags: [
+        { name: 'auth', description: 'Log in, refresh and log out (bearer tokens)' },
+        { name: 'members', description: 'Registration, the caller’s account, passwords, email verification, API keys' },
+        { name: 'products', description: 'The public catalog: products and categories' },
+        { name: 'orders', description: 'The caller’s orders: place, read, change, confirm, cancel, delete' },
+        { name: 'payments', description: 'Paying for confirmed orders, and refunds' },
+        { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
+        { name: 'operations', description: 'Service health' },
+      ],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Access token from /api/v1/auth/login or /refresh (15 minutes)' },
           apiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'API key secret from /api/v1/members/me/api-keys' },
         },
       },
+    },
+    transformObject: (document) => {
+      const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown> } }).openapiObject
+      for (const item of Object.values(openapiObject.paths ?? {})) {
+        for (const operation of Object.values(item as Record<string, Record<string, unknown>>)) {
+          if (operation[OPTIONAL_BODY] === true && operation.requestBody) {
+            (operation.requestBody as { required: boolean }).required = false
+          }
+          delete operation[OPTIONAL_BODY]
+        }
+      }
+      return openapiObject as never
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `schema${i}`) },
   })

@@ -7,7 +7,9 @@ export const opsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { access: 'public' },
     schema: {
       tags: ['operations'],
+      operationId: 'getHealth',
       summary: 'Is the service up',
+      description: 'Answers while the process serves requests; it checks no dependency. Operators use /actuator/health for the database.',
       response: { 200: Envelope(Type.Object({ status: Type.Literal('UP') })) },
     },
   }, async () => ok({ status: 'UP' as const }))

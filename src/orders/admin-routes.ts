@@ -19,6 +19,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminListOrders',
       summary: 'List every order (page shape)',
       description: 'Every status, DELETED included, unless `status` says otherwise. Default sort `createdAt,desc`.',
       querystring: AdminOrderListQuery,
@@ -30,7 +31,9 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminSearchOrders',
       summary: 'Search every order (page shape)',
+      description: 'The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId, in the offset (page) shape.',
       querystring: AdminOrderSearchQuery,
       response: { 200: Envelope(Page(OrderSummary)) },
     },
@@ -40,6 +43,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminExportOrders',
       summary: 'Export orders as CSV',
       description: 'The search\'s filters and sort, every matching order, streamed (`text/csv`, an attachment). Not an envelope.',
       querystring: AdminOrderExportQuery,
@@ -60,7 +64,9 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminGetOrder',
       summary: 'Get any order, soft-deleted ones included',
+      description: 'Any customer’s order, soft-deleted ones included, with its ETag.',
       params: IdParams,
       response: { 200: Envelope(OrderDetail) },
     },
@@ -74,6 +80,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
     config: { access: 'admin' },
     schema: {
       tags,
+      operationId: 'adminUpdateOrder',
       summary: 'Deliver or cancel an order, or change its memo',
       description: '`status: DELIVERED` needs a CONFIRMED order with a COMPLETED or PARTIALLY_REFUNDED payment. `status: CANCELLED` releases stock and refunds or cancels the payment. Null or absent fields are unchanged.',
       params: IdParams,

@@ -1,6 +1,7 @@
 import type { Db } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../http/errors.js'
+import { ordersCancelled } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { openPayment, settlePayment } from '../payments/service.js'
 import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
@@ -88,6 +89,7 @@ export async function changeOrder (
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     })
+    if (status === 'CANCELLED' && order.status !== 'CANCELLED') ordersCancelled.inc()
     return { ...row, items: order.items, payment_status: payment.status }
   })
 }

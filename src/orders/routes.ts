@@ -21,6 +21,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'member' },
     schema: {
       tags,
+      operationId: 'placeOrder',
       summary: 'Place an order',
       description: 'Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.',
       headers: CreateOrderHeaders,
@@ -38,7 +39,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'member' },
     schema: {
       tags,
+      operationId: 'listMyOrders',
       summary: 'List my orders, newest first',
+      description: 'The caller’s own orders, newest first, deleted ones excluded, in the cursor (slice) shape; filter by status (one or several, comma-separated).',
       querystring: OrderListQuery,
       response: { 200: Envelope(Slice(OrderSummary)) },
     },
@@ -48,7 +51,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'member' },
     schema: {
       tags,
+      operationId: 'searchMyOrders',
       summary: 'Search my orders',
+      description: 'The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId.',
       querystring: OrderSearchQuery,
       response: { 200: Envelope(Slice(OrderSummary)) },
     },
@@ -58,7 +63,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'getOrder',
       summary: 'Get an order',
+      description: 'The order’s detail with the verbs the caller may apply now (allowedActions) and an ETag for If-Match.',
       params: IdParams,
       response: { 200: Envelope(OrderDetail) },
     },
@@ -72,7 +79,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'listOrderItems',
       summary: "List an order's items",
+      description: 'The items with the prices they were ordered at, in the order they were submitted.',
       params: IdParams,
       response: { 200: Envelope(Type.Array(OrderItem)) },
     },
@@ -82,7 +91,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'getOrderHistory',
       summary: "An order's status changes, oldest first",
+      description: 'Every status change: from, to, action, who and when; the first entry is the creation.',
       params: IdParams,
       response: { 200: Envelope(Type.Array(HistoryEntry)) },
     },
@@ -98,6 +109,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       config: { access: 'owner' },
       schema: {
         tags,
+        operationId: `${verb}Order`,
         summary,
         description: 'No request body. Applying a verb to an order already in its target state changes nothing.',
         params: IdParams,
@@ -113,7 +125,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'replaceOrder',
       summary: "Replace an order's status, memo and shipping address",
+      description: 'All three keys are required (memo and shippingAddress may be null). The status must be the current one or a legal target; the address may change only while the order is PLACED, PENDING or CONFIRMED.',
       params: IdParams,
       headers: IfMatchHeaders,
       body: PutOrderBody,
@@ -132,6 +146,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'updateOrder',
       summary: "Change an order's status or memo",
       description: 'Null or absent fields are left unchanged. `orderId` must equal the path id.',
       params: IdParams,

@@ -3,6 +3,7 @@ import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam, type InvalidParam } from '../http/errors.js'
 import { runIdempotent } from '../idempotency/service.js'
+import { ordersPlaced } from '../ops/metrics.js'
 import { insertOrder, lockProducts, memberExists } from './repository.js'
 import type { CreateOrderBody, OrderDetail } from './schemas.js'
 import { toOrderDetail } from './views.js'
@@ -38,6 +39,7 @@ export async function createOrder (
     const order = toOrderDetail(await placeOrder(trx, config.currency, principal, body), principal)
     return { status: 201, body: order, location: `/api/v1/orders/${order.orderId}` }
   })
+  if (!replayed) ordersPlaced.inc()
   return { order: response.body as OrderDetail, location: response.location!, replayed }
 }
 

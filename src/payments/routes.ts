@@ -19,7 +19,9 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
     config: { access: 'member' },
     schema: {
       tags,
+      operationId: 'listMyPayments',
       summary: 'List my payments, newest first',
+      description: 'The caller’s payments, newest first, in the cursor (slice) shape.',
       querystring: PaymentHistoryQuery,
       response: { 200: Envelope(Slice(Payment)) },
     },
@@ -29,7 +31,9 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'getPayment',
       summary: 'Get a payment (its customer or an admin)',
+      description: 'Readable by the order’s customer (also after the order was deleted) and by admins.',
       params: IdParams,
       response: { 200: Envelope(Payment) },
     },
@@ -39,6 +43,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
     config: { access: 'owner' },
     schema: {
       tags,
+      operationId: 'processPayment',
       summary: 'Pay: charge the payment through the payment provider (its customer only)',
       description: `PENDING or FAILED → COMPLETED, or FAILED with 402 when the provider declines (it may be processed again). A COMPLETED payment is answered as it is. ${replayNote}`,
       params: IdParams,
@@ -60,11 +65,13 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
     },
     schema: {
       tags,
+      operationId: 'refundPayment',
       summary: 'Refund a payment, fully or in part (admin)',
       description: `Without \`amount\`, refunds everything not yet refunded. Never more than is left. ${replayNote}`,
       params: IdParams,
       headers: CreateOrderHeaders,
       body: RefundPaymentBody,
+      'x-optional-body': true,
       response: { 200: Envelope(Payment) },
     },
   }, async (request, reply) => {

@@ -4,6 +4,7 @@ import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../http/errors.js'
 import { sliceWindow, toSlice } from '../http/paging.js'
 import { runIdempotent } from '../idempotency/service.js'
+import { meteredCharge } from '../ops/metrics.js'
 import type { PaymentProvider } from './provider.js'
 import { findPayment, insertPayment, insertRefund, listCustomerPayments, lockPayment, updatePayment } from './repository.js'
 import type { Payment, PaymentHistoryQuery, PaymentStatus, ProcessPaymentBody, RefundPaymentBody } from './schemas.js'
@@ -153,14 +154,15 @@ export async function processPayment (db: Db, command: PaymentCommand, body: Pro
       throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot process a payment that is ${payment.status}.`)
     }
     const attempt = payment.attempts + 1
-    const charge = await viaProvider(() => provider.charge({
+    // Counted in payments_processed_total as approved, declined or error (src/ops/metrics.ts).
+    const charge = await viaProvider(() => meteredCharge(() => provider.charge({
       paymentId: payment.id,
       orderId: payment.order_id,
       amount: payment.amount,
       currency: payment.currency.trim(),
       paymentMethodToken: body.paymentMethodToken,
       idempotencyKey: `payment-${payment.id}-attempt-${attempt}`,
-    }))
+    })))
     if (!charge.approved) {
       // A failure outcome: committed, not kept for replay (runIdempotent), answered with 402 below.
       return { status: 402, payment: await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason }) }

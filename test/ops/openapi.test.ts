@@ -91,7 +91,7 @@ describe('GET /v3/api-docs', () => {
       const [method, path] = operation.split(' ') as [string, string]
       const responses = doc.paths[path][method].responses
       for (const status of ['4XX', '5XX']) {
-        assert.deepEqual(responses[status].content['application/json'].schema, { $ref: '#/components/schemas/ErrorEnvelope' }, `${operation} ${status}`)
+        assert.deepEqual(responses[status].content, { 'application/problem+json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } }, `${operation} ${status}`)
       }
     }
   })
