@@ -1,4 +1,6 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import helmet from '@fastify/helmet'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { createIdentity } from './auth/identity.js'
@@ -18,6 +20,9 @@ import { purgeExpiredMemberTokens } from './members/member-tokens.js'
 import { adminMemberRoutes } from './members/admin-routes.js'
 import { memberRoutes } from './members/routes.js'
 import { bootstrapAdmin } from './members/service.js'
+import { docsRoutes } from './ops/docs.js'
+import { healthRoutes } from './ops/health.js'
+import { registerMetrics } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
@@ -50,6 +55,49 @@ const REDACT = [
   ...SECRET_FIELDS, ...SECRET_FIELDS.map(field => `*.${field}`),
 ]
 
+/** A caller's `X-Request-Id` is kept only when it is a plain token; anything else could forge log lines. */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,200}$/
+
+/** The request id: the caller's `X-Request-Id` when sane, else a fresh UUID. */
+function requestId (req: IncomingMessage): string {
+  const given = req.headers['x-request-id']
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+}
+
+/**
+ * One access-log line per request at info, when it completes (Fastify's default writes two, which costs
+ * throughput), labelled `requestId`. The URL is logged without its query string, which may carry tokens.
+ * At debug and below, the incoming request is logged as well.
+ */
+class AccessLog extends LogController {
+  constructor () {
+    super({ requestIdLogLabel: 'requestId' })
+  }
+
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ method: request.method, url: request.url.split('?', 1)[0], remoteAddress: request.ip }, 'incoming request')
+  }
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      url: request.url.split('?', 1)[0],
+      statusCode: reply.statusCode,
+      responseTime: Math.round(reply.elapsedTime * 100) / 100,
+    }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log.info(line, 'request completed')
+  }
+}
+
+/**
+ * Socket limits against slow or idle clients (milliseconds). The whole request (headers and body) must
+ * arrive within 30 s, its headers within 10 s; an idle keep-alive connection closes after 72 s (longer
+ * than the usual load-balancer idle timeout of 60 s, so the balancer closes first); a socket silent for
+ * 120 s mid-response is dropped. Node checks the header and request limits every 5 s.
+ */
+const TIMEOUTS = { request: 30_000, headers: 10_000, keepAlive: 72_000, connection: 120_000, check: 5_000 }
+
 /** How often expired rows (idempotency keys, refresh and mailed tokens) are purged. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000
 
@@ -60,6 +108,17 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
+    logController: new AccessLog(),
+    // Fastify would take any X-Request-Id as is; genReqId checks it first (see requestId).
+    requestIdHeader: false,
+    genReqId: requestId,
+    requestTimeout: TIMEOUTS.request,
+    keepAliveTimeout: TIMEOUTS.keepAlive,
+    connectionTimeout: TIMEOUTS.connection,
+    http: { headersTimeout: TIMEOUTS.headers, connectionsCheckingInterval: TIMEOUTS.check },
+    // While shutting down, requests that still arrive on open keep-alive connections are served
+    // (with Connection: close) rather than refused with a bare 503: the listener is already closed.
+    return503OnClosing: false,
     // true, a hop count, or proxy addresses: the client address then comes from X-Forwarded-For.
     // Fastify's types take no hop count (its runtime does), so a count becomes the function form.
     trustProxy: typeof config.trustProxy === 'number'
@@ -70,6 +129,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
+  // Every response carries the request id, errors included, so a caller can quote it.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id)
+    done()
+  })
   app.setValidatorCompiler(validatorCompiler)
 
   const database = options.database ?? await openDatabase(config)
@@ -92,8 +156,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   registerAuthRateLimit(app, identity.counters, config.authRateLimit)
   registerAccessRules(app, identity.authenticate)
   await registerOpenApi(app)
+  await registerMetrics(app, { database })
 
   await app.register(opsRoutes)
+  await app.register(healthRoutes, { database, identity })
+  await app.register(docsRoutes)
   await app.register(memberRoutes, { identity })
   await app.register(authRoutes, { identity })
   const paymentProvider = options.paymentProvider ?? simulatedProvider()

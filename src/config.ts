@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os'
+
 /**
  * Configuration comes from environment variables only (CONTRACT §9). Every variable is optional;
  * a bad value stops start-up with a message naming the variable and what it accepts.
@@ -29,11 +31,13 @@ export interface Config {
   readonly loginFailureLimit: number
   /** Fastify's trustProxy: false, true, a hop count, or a comma-separated list of addresses. */
   readonly trustProxy: boolean | number | string
+  /** Server processes (node:cluster) sharing the port; more than 1 needs DATABASE_URL. */
+  readonly workers: number
 }
 
 export class ConfigError extends Error {
-  constructor (variable: string, accepts: string, value: string) {
-    super(`Invalid ${variable}=${JSON.stringify(value)}: expected ${accepts}`)
+  constructor (readonly variable: string, accepts: string, value: string, message?: string) {
+    super(message ?? `Invalid ${variable}=${JSON.stringify(value)}: expected ${accepts}`)
     this.name = 'ConfigError'
   }
 }
@@ -125,10 +129,24 @@ export function loadConfig (env: Env = process.env): Config {
     throw new ConfigError('TRUST_PROXY', 'true, false, a hop count, or comma-separated proxy addresses', raw)
   }
 
+  const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:'])
+
+  const workers = (): number => {
+    const raw = read('WORKERS') ?? '1'
+    const count = raw === 'auto' ? availableParallelism() : /^\d+$/.test(raw) ? Number(raw) : 0
+    if (count < 1 || count > 64) throw new ConfigError('WORKERS', 'auto or an integer from 1 to 64', raw)
+    // Each PGlite instance owns its data directory: two processes would corrupt it (or, in memory, not share it).
+    if (count > 1 && databaseUrl === undefined) {
+      throw new ConfigError('WORKERS', '', raw,
+        `WORKERS > 1 needs DATABASE_URL: the embedded database serves one process (WORKERS=${raw}${raw === 'auto' ? ` is ${count} here` : ''})`)
+    }
+    return count
+  }
+
   return Object.freeze({
     port: integer('PORT', 8080, 0, 65535),
     host: read('HOST') ?? '0.0.0.0',
-    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
     dataDir: read('DATA_DIR') ?? './data',
     adminEmail,
@@ -145,5 +163,6 @@ export function loadConfig (env: Env = process.env): Config {
     authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
     loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
     trustProxy: trustProxy(),
+    workers: workers(),
   })
 }

@@ -1,8 +1,17 @@
+import cluster, { type Worker } from 'node:cluster'
+import { hostname } from 'node:os'
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
 
-let config
+/** A worker has this long to finish its in-flight requests and close its pool after SIGTERM. */
+const GRACE_MS = 10_000
+/** The primary waits a little longer, so that a worker's own time limit fires first. */
+const PRIMARY_GRACE_MS = GRACE_MS + 2_000
+/** Message from the primary asking a worker to shut down gracefully. */
+const SHUTDOWN = 'order-service:shutdown'
+
+let config: Config
 try {
   config = loadConfig()
 } catch (error) {
@@ -11,10 +20,93 @@ try {
   process.exit(1)
 }
 
-const app = await buildApp(config)
-closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
-  if (err) app.log.error({ err }, 'shutting down after an error')
-  else app.log.info({ signal }, 'shutting down')
-  await app.close()
-})
-await app.listen({ port: config.port, host: config.host })
+if (config.workers > 1 && cluster.isPrimary) supervise(config.workers)
+else await serve(config)
+
+/** One server process: build the app, listen, and on SIGTERM/SIGINT stop accepting, drain, close the pool, exit 0. */
+async function serve (config: Config): Promise<void> {
+  const app = await buildApp(config)
+  let closing = false
+  const grace = closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ signal, err }) => {
+    closing = true
+    if (err) app.log.error({ err }, 'shutting down after an error')
+    else app.log.info({ signal }, 'shutting down')
+    // Stops accepting, waits for in-flight requests, then runs the onClose hooks (pool, timers).
+    await app.close()
+  })
+  if (cluster.isWorker) {
+    // The primary asks by message (not by signal): a Ctrl-C already signals every process of the group,
+    // and a second signal would make close-with-grace exit at once. A lost primary means shut down too.
+    const shutdown = () => { if (!closing) grace.close() }
+    process.on('message', message => { if (message === SHUTDOWN) shutdown() })
+    process.on('disconnect', shutdown)
+  }
+  await app.listen({ port: config.port, host: config.host })
+}
+
+/**
+ * The cluster primary: forks `count` workers that share the listening port, replaces a worker that dies
+ * unexpectedly, and on SIGTERM/SIGINT asks each to shut down gracefully, exiting 0 once all have.
+ * It serves no requests and opens no database.
+ */
+function supervise (count: number): void {
+  const log = primaryLogger()
+  let stopping = false
+  let listened = false
+  const startedAt = new Map<Worker, number>()
+
+  const fork = () => {
+    const worker = cluster.fork()
+    startedAt.set(worker, Date.now())
+    worker.once('listening', () => { listened = true })
+  }
+
+  cluster.on('exit', (worker, code, signal) => {
+    const ranFor = Date.now() - (startedAt.get(worker) ?? 0)
+    startedAt.delete(worker)
+    if (stopping) return
+    if (!listened) {
+      // None has ever served: a start-up failure (database unreachable, port taken) that a restart would repeat.
+      log(50, { workerPid: worker.process.pid, code, signal }, 'worker failed to start; stopping')
+      stopWorkers().then(() => process.exit(1), () => process.exit(1))
+      return
+    }
+    log(40, { workerPid: worker.process.pid, code, signal }, 'worker died; starting another')
+    // A worker crashing right after start waits a moment before the next try, instead of spinning.
+    setTimeout(fork, ranFor < 5_000 ? 1_000 : 0)
+  })
+
+  /** Asks every worker to shut down gracefully; resolves with their exit codes once all have exited. */
+  const stopWorkers = (): Promise<Array<number | null>> => {
+    stopping = true
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
+    return Promise.all(workers.map(worker => new Promise<number | null>(resolve => {
+      if (worker.isDead()) return resolve(worker.process.exitCode)
+      worker.once('exit', code => resolve(code))
+      if (worker.isConnected()) worker.send(SHUTDOWN)
+      else worker.process.kill('SIGTERM')
+    })))
+  }
+
+  closeWithGrace({
+    delay: PRIMARY_GRACE_MS,
+    logger: { error: (message: unknown) => log(50, {}, String(message)) },
+  }, async ({ signal, err }) => {
+    if (err) log(50, { err: String(err) }, 'shutting down after an error')
+    else log(30, { signal, workers: Object.keys(cluster.workers ?? {}).length }, 'shutting down')
+    const codes = await stopWorkers()
+    if (codes.some(code => code !== 0)) throw new Error(`workers exited with codes ${codes.join(', ')}`)
+    log(30, {}, 'workers stopped')
+  })
+
+  log(30, { workers: count }, 'starting workers')
+  for (let i = 0; i < count; i++) fork()
+}
+
+/** The primary has no app and so no pino: it writes pino-shaped JSON lines to stdout itself. */
+function primaryLogger () {
+  const base = { pid: process.pid, hostname: hostname(), role: 'primary' }
+  return (level: number, fields: Record<string, unknown>, msg: string) => {
+    process.stdout.write(JSON.stringify({ level, time: Date.now(), ...base, ...fields, msg }) + '\n')
+  }
+}

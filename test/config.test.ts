@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { availableParallelism } from 'node:os'
 import { describe, it } from 'node:test'
 import { ConfigError, loadConfig } from '../src/config.js'
 
@@ -24,6 +25,7 @@ describe('configuration', () => {
       authRateLimit: 60,
       loginFailureLimit: 5,
       trustProxy: false,
+      workers: 1,
     })
   })
 
@@ -50,6 +52,24 @@ describe('configuration', () => {
     assert.equal(loadConfig({ AUTH_RATE_LIMIT: '5', LOGIN_FAILURE_LIMIT: '3' }).loginFailureLimit, 3)
   })
 
+  it('reads WORKERS: a count up to 64, or auto for one per CPU; more than 1 needs DATABASE_URL', () => {
+    const DATABASE_URL = 'postgres://u@h:5432/db'
+    assert.equal(loadConfig({ WORKERS: '1' }).workers, 1)
+    assert.equal(loadConfig({ WORKERS: '4', DATABASE_URL }).workers, 4)
+    assert.equal(loadConfig({ WORKERS: '64', DATABASE_URL }).workers, 64)
+    assert.equal(loadConfig({ WORKERS: 'auto', DATABASE_URL }).workers, availableParallelism())
+    if (availableParallelism() === 1) assert.equal(loadConfig({ WORKERS: 'auto' }).workers, 1)
+  })
+
+  it('refuses WORKERS > 1 on the embedded database, saying why', () => {
+    const message = /^WORKERS > 1 needs DATABASE_URL: the embedded database serves one process/
+    assert.throws(() => loadConfig({ WORKERS: '2' }), (error: unknown) => error instanceof ConfigError && message.test(error.message))
+    assert.throws(() => loadConfig({ WORKERS: '2', DATA_DIR: 'memory' }), (error: unknown) => error instanceof ConfigError && message.test(error.message))
+    if (availableParallelism() > 1) {
+      assert.throws(() => loadConfig({ WORKERS: 'auto' }), (error: unknown) => error instanceof ConfigError && /WORKERS=auto is \d+ here/.test(error.message))
+    }
+  })
+
   const bad: Array<[Record<string, string>, RegExp]> = [
     [{ PORT: 'abc' }, /^Invalid PORT="abc": expected an integer from 0 to 65535$/],
     [{ PORT: '70000' }, /^Invalid PORT="70000"/],
@@ -70,6 +90,11 @@ describe('configuration', () => {
     [{ AUTH_RATE_LIMIT: '0' }, /^Invalid AUTH_RATE_LIMIT="0"/],
     [{ LOGIN_FAILURE_LIMIT: 'many' }, /^Invalid LOGIN_FAILURE_LIMIT="many"/],
     [{ TRUST_PROXY: 'yes please' }, /^Invalid TRUST_PROXY="yes please"/],
+    [{ WORKERS: '0', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="0": expected auto or an integer from 1 to 64$/],
+    [{ WORKERS: '65', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="65"/],
+    [{ WORKERS: '-2', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="-2"/],
+    [{ WORKERS: '1.5', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="1.5"/],
+    [{ WORKERS: 'all', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="all"/],
   ]
   for (const [env, message] of bad) {
     it(`refuses ${JSON.stringify(env)} with a message naming the variable`, () => {
