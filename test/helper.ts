@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { createServer } from 'node:net'
 import { after, before, beforeEach, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
@@ -259,4 +260,13 @@ export async function waitFor (check: () => Promise<boolean>): Promise<void> {
     if (Date.now() > deadline) throw new Error('condition not reached within 3 s')
     await new Promise(resolve => setTimeout(resolve, 25))
   }
+}
+
+/** A TCP port that is free on 127.0.0.1 right now (for servers a test starts itself). */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise(resolve => server.close(resolve))
+  return port
 }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { connect } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
-import { Api, describeEachBackend, testConfig } from '../helper.js'
+import { Api, describeEachBackend, testConfig, freePort } from '../helper.js'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name: string, version: string }
@@ -17,14 +17,6 @@ function assertHealth (res: LightMyRequestResponse, status: number, body: unknow
   assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
   assert.equal(res.headers['cache-control'], 'no-store')
   assert.deepEqual(res.json(), body)
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise(resolve => server.close(resolve))
-  return port
 }
 
 describeEachBackend('actuator health', (ctx) => {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { createTestDatabase, testConfig } from '../helper.js'
+import { createTestDatabase, testConfig, freePort } from '../helper.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -84,14 +84,6 @@ describe('request ids and access log', () => {
 })
 
 /** A free TCP port on 127.0.0.1 (the config accepts PORT=0, but then the test would have to parse the port). */
-function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo
-      server.close(() => resolve(port))
-    }).on('error', reject)
-  })
-}
 
 interface Server {
   child: ChildProcess

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { Api, assertError, testConfig, type Member } from '../helper.js'
+import { Api, assertError, testConfig, type Member, freePort } from '../helper.js'
 
 /**
  * A PostgreSQL cluster of our own, stopped and started under a running service: while it is down,
@@ -33,14 +32,6 @@ const isRoot = process.getuid?.() === 0
 function pgTool (binary: string, args: string[]): void {
   const [command, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args]
   execFileSync(command, argv, { stdio: 'ignore', timeout: 60_000 })
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise(resolve => server.close(resolve))
-  return port
 }
 
 /** Polls until `check` holds, for at most `ms`. */

@@ -2,12 +2,11 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { randomUUID } from 'node:crypto'
-import { ADMIN, createTestDatabase } from '../helper.js'
+import { ADMIN, createTestDatabase, freePort } from '../helper.js'
 
 /**
  * Two instances of the service behind nginx (round-robin) on one PostgreSQL database behave as one
@@ -18,15 +17,6 @@ const NGINX = '/usr/sbin/nginx'
 const skip = !existsSync(NGINX)
   ? 'nginx is not installed (apt-get install nginx)'
   : !process.env.TEST_DATABASE_URL ? 'needs TEST_DATABASE_URL (two instances share one PostgreSQL database)' : false
-
-function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    }).on('error', reject)
-  })
-}
 
 async function waitForHealth (url: string): Promise<void> {
   const deadline = Date.now() + 30_000
