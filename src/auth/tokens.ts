@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomBytes, webcrypto } from 'node:crypto'
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
@@ -29,7 +29,15 @@ export interface AccessToken {
 }
 
 export class AccessTokens {
-  constructor (private readonly key: Uint8Array) {}
+  /**
+   * The key imported once: given raw bytes, jose would import a CryptoKey on every sign and verify,
+   * which was a tenth of the CPU time of an authenticated request.
+   */
+  readonly #key: Promise<webcrypto.CryptoKey>
+
+  constructor (key: Uint8Array) {
+    this.#key = webcrypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify'])
+  }
 
   async issue (member: { id: number, role: Role }, sessionId: string): Promise<AccessToken> {
     const token = await new SignJWT({ role: member.role, sid: sessionId })
@@ -38,14 +46,14 @@ export class AccessTokens {
       .setIssuer(ISSUER)
       .setIssuedAt()
       .setExpirationTime(`${ACCESS_TOKEN_TTL_SECONDS}s`)
-      .sign(this.key)
+      .sign(await this.#key)
     return { token, expiresIn: ACCESS_TOKEN_TTL_SECONDS }
   }
 
   /** Verifies signature (HS256 only), issuer and expiry; throws UNAUTHORIZED otherwise. */
   async verify (token: string): Promise<Principal & { sessionId: string }> {
     try {
-      const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ['HS256'] })
+      const { payload } = await jwtVerify(token, await this.#key, { issuer: ISSUER, algorithms: ['HS256'] })
       const role = payload.role as Role
       if (!/^[1-9]\d*$/.test(payload.sub ?? '') || !RoleSchema.enum.includes(role) || typeof payload.sid !== 'string') {
         throw unauthorized('The access token is invalid.')

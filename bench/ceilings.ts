@@ -1,0 +1,110 @@
+/**
+ * The limits that bound the service, measured in the same run: a bare node:http server (the Node
+ * ceiling, driven by the same autocannon settings) and PostgreSQL itself through pgbench running the
+ * service's own statements (the primary-key read of an order with its items; the order-creation
+ * transaction).
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const PGBENCH = '/usr/bin/pgbench'
+
+/** Spawns bench/bare-server.ts on `port` and resolves once it listens. */
+export async function startBareServer (port: number): Promise<ChildProcess> {
+  const script = fileURLToPath(new URL('./bare-server.ts', import.meta.url))
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the bare server did not start within 15 s')), 15_000)
+    child.stdout!.once('data', () => { clearTimeout(timer); resolve() })
+    child.once('exit', code => { clearTimeout(timer); reject(new Error(`the bare server exited with ${code}`)) })
+  })
+  return child
+}
+
+export interface PgbenchResult { tps: number, latencyMs: number, failed: number, transactions: number }
+
+/** The service's detail query (src/orders/repository.ts findOrder), for a random seeded order. */
+export function getByIdScript (orders: number): string {
+  return `\\set id random(1, ${orders})
+select o.*, coalesce((
+  select json_agg(json_build_object(
+    'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+  from order_items i where i.order_id = o.id), '[]'::json) as items,
+  (select p.status from payments p where p.id = o.payment_id) as payment_status
+from orders o where o.id = :id;
+`
+}
+
+/**
+ * The service's order-creation transaction (src/orders/service.ts placeOrder + repository.ts
+ * insertOrder): lock 3 products in id order, then decrement stock and insert the order, its 3 items
+ * and its history entry in one statement. (The service also claims an idempotency key in the same
+ * transaction; that row is not part of this ceiling.)
+ */
+export function createScript (products: number, memberBase: number, members: number): string {
+  const third = Math.floor(products / 3)
+  return `\\set p1 random(1, ${third})
+\\set p2 random(${third + 1}, ${2 * third})
+\\set p3 random(${2 * third + 1}, ${3 * third})
+\\set c random(${memberBase}, ${memberBase + members - 1})
+BEGIN;
+select id, name, price, stock_quantity, status from products where id in (:p1, :p2, :p3) order by id for update;
+with v (position, product_id, product_name, quantity, unit_price, line_total) as (values
+  (0::smallint, :p1::bigint, 'Bench product'::text, 1::integer, 100::bigint, 100::bigint),
+  (1::smallint, :p2::bigint, 'Bench product'::text, 1::integer, 100::bigint, 100::bigint),
+  (2::smallint, :p3::bigint, 'Bench product'::text, 1::integer, 100::bigint, 100::bigint)),
+stock as (
+  update products p set stock_quantity = p.stock_quantity - v.quantity, updated_at = now()
+  from v where p.id = v.product_id),
+o as (
+  insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo)
+  values (:c, 'PLACED', 300, 'USD', 3, '1 Bench Street', null) returning *),
+items as (
+  insert into order_items (order_id, position, product_id, product_name, quantity, unit_price, line_total)
+  select o.id, v.position, v.product_id, v.product_name, v.quantity, v.unit_price, v.line_total from o, v),
+history as (
+  insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
+  select o.id, null, 'PLACED', 'create', :c, 'USER' from o)
+select * from o;
+COMMIT;
+`
+}
+
+/** Runs pgbench with one custom script for `seconds` against the database at `url`. */
+export async function runPgbench (url: string, script: string, opts: { clients: number, threads: number, seconds: number }): Promise<PgbenchResult> {
+  const dir = await mkdtemp(join(tmpdir(), 'order-bench-pgbench-'))
+  try {
+    const file = join(dir, 'script.sql')
+    await writeFile(file, script)
+    const u = new URL(url)
+    const args = [
+      '-n', '-M', 'prepared', '-f', file,
+      '-c', String(opts.clients), '-j', String(opts.threads), '-T', String(opts.seconds),
+      '-h', u.hostname, '-p', u.port || '5432', '-U', decodeURIComponent(u.username || 'postgres'),
+      decodeURIComponent(u.pathname.slice(1)),
+    ]
+    const env = { ...process.env, ...(u.password ? { PGPASSWORD: decodeURIComponent(u.password) } : {}) }
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(PGBENCH, args, { env, timeout: (opts.seconds + 60) * 1000, maxBuffer: 16 * 1024 * 1024 }, (error, out, err) => {
+        if (error) reject(new Error(`pgbench failed: ${error.message}\n${err}`))
+        else resolve(out)
+      })
+    })
+    const number = (pattern: RegExp) => Number(pattern.exec(stdout)?.[1] ?? NaN)
+    return {
+      tps: number(/tps = ([\d.]+) \(without initial connection time\)/),
+      latencyMs: number(/latency average = ([\d.]+) ms/),
+      failed: number(/number of failed transactions: (\d+)/) || 0,
+      transactions: number(/number of transactions actually processed: (\d+)/),
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
