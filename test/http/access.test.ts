@@ -92,7 +92,19 @@ describeEachBackend('authentication and roles', (ctx) => {
       ['HS512', await sign(new SignJWT(claims).setIssuer('order-service').setExpirationTime('5m'), key, 'HS512'), 'The access token is invalid.'],
       ['another issuer', await sign(new SignJWT(claims).setIssuer('someone-else').setExpirationTime('5m')), 'The access token is invalid.'],
       ['no subject', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuer('order-service').setExpirationTime('5m').sign(key), 'The access token is invalid.'],
+      ['no expiry', await sign(new SignJWT(claims).setIssuer('order-service')), 'The access token is invalid.'],
+      ['not valid yet', await sign(new SignJWT(claims).setIssuer('order-service').setNotBefore(now + 600).setExpirationTime('15m')), 'The access token is invalid.'],
+      ['a critical header', await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', crit: ['b64'], b64: true }).setSubject(String(member.id)).setIssuer('order-service').setExpirationTime('5m').sign(key), 'The access token is invalid.'],
     ]
+    // Tampering with a good token: another payload under its signature, a cut signature, stray characters.
+    const [header, payload, signature] = (await sign(new SignJWT(claims).setIssuer('order-service').setExpirationTime('5m'))).split('.') as [string, string, string]
+    const otherPayload = Buffer.from(JSON.stringify({ ...claims, sub: '1', iss: 'order-service', exp: now + 300 })).toString('base64url')
+    tokens.push(
+      ['a payload swapped under the signature', `${header}.${otherPayload}.${signature}`, 'The access token is invalid.'],
+      ['a cut signature', `${header}.${payload}.${signature.slice(0, 20)}`, 'The access token is invalid.'],
+      ['characters outside base64url', `${header}.${payload}.${signature}=`, 'The access token is invalid.'],
+      ['four parts', `${header}.${payload}.${signature}.${signature}`, 'The access token is invalid.']
+    )
     for (const [what, token, detail] of tokens) {
       const res = await ctx.api.inject({ url: '/api/v1/admin/products/1', headers: { authorization: `Bearer ${token}` } })
       assertError(res, { code: 'UNAUTHORIZED', instance: '/api/v1/admin/products/1', detail })
