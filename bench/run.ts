@@ -10,7 +10,7 @@
  * Prints a machine line and a markdown table (paste into bench/RESULTS.md).
  */
 import autocannon from 'autocannon'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
@@ -77,7 +77,8 @@ async function query (url: string, statement: string, values: unknown[] = []) {
 async function startService (env: Record<string, string>): Promise<{ child: ChildProcess, base: string, startupMs: number }> {
   const port = await freePort()
   const spawned = performance.now()
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  // The built service, as `npm start` runs it in production (main() builds it first).
+  const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -179,6 +180,9 @@ async function main () {
   console.log(`machine: ${machine}`)
   console.log(`mode: ${quick ? 'quick' : 'full'}: ${SIZES.members} members, ${SIZES.products} products, ${SIZES.orders} orders (3 items each), ` +
     `${SECONDS} s per scenario, ${CONNECTIONS} connections, ${TOKENS} member tokens`)
+
+  log('building the service (npm run build)')
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
 
   const name = `order_bench_${randomBytes(4).toString('hex')}`
   await query(SERVER_URL, `create database ${name}`)
