@@ -81,8 +81,12 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
           oid === INT8_OID ? parseInt8 : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
       },
     })
-    // An idle client losing its server must not crash the process; the next query reports it.
+    // A client losing its server must not crash the process: an idle one reports through the pool,
+    // and one that is checked out (by Kysely, between the statements of a request) emits 'error'
+    // itself, which with no listener would be an uncaught exception. The query in flight, or the
+    // next one, fails and becomes a 503 (src/db/errors.ts).
     pool.on('error', () => {})
+    pool.on('connect', client => client.on('error', () => {}))
     // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }), log: logQuery })
     const max = config.databasePoolSize
