@@ -9,6 +9,7 @@ import { buildApp, type BuildOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js'
 import { bootstrapAdmin } from '../src/members/service.js'
+import type { OrderDetail, OrderSummary } from '../src/orders/schemas.js'
 
 export const ADMIN = { email: 'admin@example.com', password: 'admin-password' }
 
@@ -92,6 +93,12 @@ export class Api {
 
   inject (options: InjectOptions): Promise<LightMyRequestResponse> {
     return this.app.inject(options)
+  }
+
+  /** GET `path` with the query properly encoded (`+` in offsets becomes %2B), as `caller` or anonymously. */
+  get (path: string, query: Record<string, string | number> = {}, caller?: { headers: Record<string, string> }): Promise<LightMyRequestResponse> {
+    const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
+    return this.inject({ url: search ? `${path}?${search}` : path, ...(caller ? { headers: caller.headers } : {}) })
   }
 
   async login (email: string, password: string): Promise<Member> {
@@ -269,4 +276,17 @@ export async function freePort (): Promise<number> {
   const { port } = server.address() as { port: number }
   await new Promise(resolve => server.close(resolve))
   return port
+}
+
+/** The list element the contract expects for an order (CONTRACT §3: summary). */
+export function summaryOf (order: OrderDetail, status = order.status): OrderSummary {
+  return {
+    orderId: order.orderId,
+    customerId: order.customerId,
+    status,
+    itemCount: order.items.length,
+    totalAmount: order.totalAmount,
+    currency: order.currency,
+    createdAt: order.createdAt,
+  }
 }

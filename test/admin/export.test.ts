@@ -67,10 +67,7 @@ function parseCsv (text: string): string[][] {
 
 describeEachBackend('admin: orders export', (ctx) => {
   /** GET `path` with the query properly encoded (`+` in offsets becomes %2B). */
-  const get = (caller: Caller, path: string, query: Query = {}): Promise<LightMyRequestResponse> => {
-    const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
-    return ctx.api.inject({ url: search ? `${path}?${search}` : path, ...(caller ? { headers: caller.headers } : {}) })
-  }
+  const get = (caller: Caller, path: string, query: Query = {}) => ctx.api.get(path, query, caller)
   const patch = (caller: Member, url: string, payload?: object) =>
     ctx.api.inject({ method: 'PATCH', url, headers: caller.headers, ...(payload ? { payload } : {}) })
 

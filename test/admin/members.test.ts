@@ -22,10 +22,7 @@ interface Page { content: MemberView[], page: number, size: number, totalElement
 
 describeEachBackend('admin: members', (ctx) => {
   /** GET `path` with the query properly encoded. */
-  const get = (caller: Caller, path: string, query: Query = {}): Promise<LightMyRequestResponse> => {
-    const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
-    return ctx.api.inject({ url: search ? `${path}?${search}` : path, ...(caller ? { headers: caller.headers } : {}) })
-  }
+  const get = (caller: Caller, path: string, query: Query = {}) => ctx.api.get(path, query, caller)
   const patch = (caller: Caller, id: number | string, payload: object) =>
     ctx.api.inject({ method: 'PATCH', url: `${LIST}/${id}`, payload, ...(caller ? { headers: caller.headers } : {}) })
   const me = (caller: Caller) => get(caller, '/api/v1/members/me')

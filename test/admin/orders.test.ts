@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { HistoryEntry, OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, type Member, successData } from '../helper.js'
+import { assertError, describeEachBackend, type Member, successData, summaryOf } from '../helper.js'
 
 const LIST = '/api/v1/admin/orders'
 const SEARCH = '/api/v1/admin/orders/search'
@@ -19,25 +19,9 @@ type Query = Record<string, string | number>
 type Caller = Pick<Member, 'headers'> | undefined
 interface Page { content: OrderSummary[], page: number, size: number, totalElements: number, totalPages: number, first: boolean, last: boolean }
 
-/** The list element the contract expects for an order. */
-function summaryOf (order: OrderDetail, status = order.status): OrderSummary {
-  return {
-    orderId: order.orderId,
-    customerId: order.customerId,
-    status,
-    itemCount: order.items.length,
-    totalAmount: order.totalAmount,
-    currency: order.currency,
-    createdAt: order.createdAt,
-  }
-}
-
 describeEachBackend('admin: orders', (ctx) => {
   /** GET `path` with the query properly encoded (`+` in offsets becomes %2B). */
-  const get = (caller: Caller, path: string, query: Query = {}): Promise<LightMyRequestResponse> => {
-    const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
-    return ctx.api.inject({ url: search ? `${path}?${search}` : path, ...(caller ? { headers: caller.headers } : {}) })
-  }
+  const get = (caller: Caller, path: string, query: Query = {}) => ctx.api.get(path, query, caller)
   const patch = (caller: Caller, url: string, payload?: object, headers: Record<string, string> = {}) =>
     ctx.api.inject({ method: 'PATCH', url, ...(payload ? { payload } : {}), headers: { ...caller?.headers, ...headers } })
 

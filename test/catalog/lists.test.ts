@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { beforeEach, describe, it } from 'node:test'
-import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
 import { prefixQuery } from '../../src/catalog/repository.js'
 import type { Category, Product } from '../../src/catalog/schemas.js'
@@ -25,10 +24,7 @@ type Invalid = [what: string, query: Query, detail: string, field: string, messa
 
 describeEachBackend('catalog lists', (ctx) => {
   /** GET `path` with the query properly encoded. */
-  const get = (caller: Caller, path: string, query: Query = {}): Promise<LightMyRequestResponse> => {
-    const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
-    return ctx.api.inject({ url: search ? `${path}?${search}` : path, ...(caller ? { headers: caller.headers } : {}) })
-  }
+  const get = (caller: Caller, path: string, query: Query = {}) => ctx.api.get(path, query, caller)
 
   /** The `data` of a 200 success envelope. */
   async function data<T> (caller: Caller, path: string, query: Query = {}): Promise<T> {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import type { LightMyRequestResponse } from 'fastify'
 import type { OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, type Api, type Member } from '../helper.js'
+import { assertError, describeEachBackend, type Api, type Member, summaryOf } from '../helper.js'
 
 const LIST = '/api/v1/orders'
 const SEARCH = '/api/v1/orders/search'
@@ -17,11 +16,8 @@ type Ctx = { readonly api: Api }
 type Query = Record<string, string | number>
 interface Slice { content: OrderSummary[], size: number, hasNext: boolean, nextCursor: string | null }
 
-/** GET `path` as `member` with the query properly encoded (`+` in offsets becomes %2B). */
-function get (ctx: Ctx, member: Member | undefined, path: string, query: Query = {}): Promise<LightMyRequestResponse> {
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString()
-  return ctx.api.inject({ url: search ? `${path}?${search}` : path, ...(member ? { headers: member.headers } : {}) })
-}
+/** GET `path` as `member` (or anonymously) with the query encoded. */
+const get = (ctx: Ctx, member: Member | undefined, path: string, query: Query = {}) => ctx.api.get(path, query, member)
 
 /** A 200 slice. */
 async function slice (ctx: Ctx, member: Member, path: string, query: Query = {}): Promise<Slice> {
@@ -57,19 +53,6 @@ async function place (ctx: Ctx, member: Member, items: Array<{ productId: number
 async function setCreatedAt (ctx: Ctx, order: OrderDetail, createdAt: string): Promise<OrderDetail> {
   await ctx.api.app.db.updateTable('orders').set({ created_at: new Date(createdAt) }).where('id', '=', order.orderId).execute()
   return { ...order, createdAt }
-}
-
-/** The list element the contract expects for an order. */
-function summaryOf (order: OrderDetail, status = order.status): OrderSummary {
-  return {
-    orderId: order.orderId,
-    customerId: order.customerId,
-    status,
-    itemCount: order.items.length,
-    totalAmount: order.totalAmount,
-    currency: order.currency,
-    createdAt: order.createdAt,
-  }
 }
 
 async function patchVerb (ctx: Ctx, member: Member, orderId: number, verb: 'confirm' | 'cancel' | 'delete'): Promise<void> {
