@@ -10,6 +10,8 @@ export interface Config {
   /** `postgres://…` → PostgreSQL server; undefined → embedded PGlite. */
   readonly databaseUrl: string | undefined
   readonly databasePoolSize: number
+  /** Run parameterised statements as named prepared statements (src/db/prepared.ts). */
+  readonly databasePreparedStatements: boolean
   /** Embedded database directory, or `memory`. */
   readonly dataDir: string
   readonly adminEmail: string | undefined
@@ -148,6 +150,7 @@ export function loadConfig (env: Env = process.env): Config {
     host: read('HOST') ?? '0.0.0.0',
     databaseUrl,
     databasePoolSize: integer('DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePreparedStatements: oneOf('DATABASE_PREPARED_STATEMENTS', 'true', ['true', 'false']) === 'true',
     dataDir: read('DATA_DIR') ?? './data',
     adminEmail,
     adminPassword,

@@ -34,7 +34,7 @@ export function testConfig (env: Record<string, string> = {}): Config {
  * TEST_DATABASE_URL server that is dropped when the handle closes.
  */
 export async function createTestDatabase (backend: Backend): Promise<DatabaseHandle & { url?: string }> {
-  if (backend === 'pglite') return openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1 })
+  if (backend === 'pglite') return openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true })
   const serverUrl = process.env.TEST_DATABASE_URL!
   const name = `order_test_${process.pid}_${randomBytes(4).toString('hex')}`
   const adminClient = new pg.Client({ connectionString: serverUrl })
@@ -43,7 +43,7 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
   await adminClient.end()
   const url = new URL(serverUrl)
   url.pathname = `/${name}`
-  const handle = await openDatabase({ databaseUrl: url.toString(), databasePoolSize: 30, dataDir: 'memory' })
+  const handle = await openDatabase({ databaseUrl: url.toString(), databasePoolSize: 30, databasePreparedStatements: true, dataDir: 'memory' })
   return {
     ...handle,
     url: url.toString(),

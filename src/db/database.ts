@@ -5,6 +5,7 @@ import Cursor from 'pg-cursor'
 import type { Config } from '../config.js'
 import { migrations } from '../migrations/index.js'
 import { PGliteDialect } from './pglite-dialect.js'
+import { preparingPool } from './prepared.js'
 import type { Database, Db } from './schema.js'
 
 export interface DatabaseHandle {
@@ -69,7 +70,7 @@ const parseInt8 = (value: string) => Number(value)
  * Opens the database named by the configuration: PostgreSQL when `DATABASE_URL` is set, otherwise
  * embedded PGlite in `DATA_DIR` (`memory` keeps nothing).
  */
-export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'dataDir'>): Promise<DatabaseHandle> {
+export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'databasePreparedStatements' | 'dataDir'>): Promise<DatabaseHandle> {
   if (config.databaseUrl) {
     const pool = new pg.Pool({
       connectionString: config.databaseUrl,
@@ -88,7 +89,8 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
     pool.on('error', () => {})
     pool.on('connect', client => client.on('error', () => {}))
     // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool, cursor: Cursor }), log: logQuery })
+    const dialect = new PostgresDialect({ pool: config.databasePreparedStatements ? preparingPool(pool) : pool, cursor: Cursor })
+    const db = new Kysely<Database>({ dialect, log: logQuery })
     const max = config.databasePoolSize
     const poolStats = (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max })
     return { db, kind: 'postgres', poolStats, close: () => db.destroy() }

@@ -1,4 +1,5 @@
 import { ApiError } from '../http/errors.js'
+import { isStalePlan } from './prepared.js'
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])
 
@@ -21,6 +22,8 @@ export function translateDbError (error: unknown): ApiError | undefined {
     (state !== undefined && (state.startsWith('08') || state.startsWith('57P') || state === '53300' ||
       state === '40001' || state === '40P01' || state === '55P03')) ||
     (typeof code === 'string' && CONNECTION_CODES.has(code)) ||
+    // A table changed under a prepared statement; the connection is replaced (src/db/prepared.ts).
+    isStalePlan(error) ||
     /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message)
   if (!unavailable) return undefined
   return new ApiError('SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; please retry shortly.', {

@@ -34,7 +34,7 @@ describe('storage', () => {
     skip: process.env.TEST_DATABASE_URL ? false : 'needs TEST_DATABASE_URL (a PostgreSQL server)',
   }, async () => {
     const scratch = await createTestDatabase('postgres')
-    const handles = await Promise.all([1, 2].map(() => openDatabase({ databaseUrl: scratch.url, databasePoolSize: 2, dataDir: 'memory' })))
+    const handles = await Promise.all([1, 2].map(() => openDatabase({ databaseUrl: scratch.url, databasePoolSize: 2, databasePreparedStatements: true, dataDir: 'memory' })))
     try {
       await Promise.all(handles.map(handle => migrate(handle.db)))
       const applied = await handles[0]!.db.selectFrom('kysely_migration' as never).select('name' as never).execute() as Array<{ name: string }>

@@ -90,7 +90,7 @@ describe('actuator health with the database gone', () => {
   let api: Api
 
   before(async () => {
-    database = await openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1 })
+    database = await openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true })
     api = new Api(await buildApp(testConfig(), { logger: false, database }))
   })
   after(async () => {

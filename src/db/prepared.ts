@@ -1,0 +1,77 @@
+import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
+import type pg from 'pg'
+
+/**
+ * Statements with parameters run as named prepared statements: PostgreSQL parses and plans each
+ * one once per connection instead of on every call. For the short queries behind most requests,
+ * parsing and planning cost PostgreSQL more than running them (see bench/RESULTS.md).
+ *
+ * The SQL text names the statement, and each connection prepares it the first time it runs it.
+ * Kysely builds SQL from a fixed set of query shapes, so the set of texts is small. It is still
+ * capped: texts beyond `limit` run unprepared, so an unexpected variety cannot grow every
+ * connection's memory without bound.
+ *
+ * After a migration changes a table, a connection's prepared `select *` can fail once with
+ * "cached plan must not change result type". Such a connection is closed when it is released, so
+ * the next request gets a fresh one. The failed statement answers 503 (src/db/errors.ts).
+ * With PgBouncer in transaction mode, set DATABASE_PREPARED_STATEMENTS=false.
+ */
+export function preparingPool (pool: pg.Pool, limit = 1000): PostgresPool {
+  const names = new Map<string, string>()
+  const nameOf = (text: string): string | undefined => {
+    let name = names.get(text)
+    if (name === undefined && names.size < limit) {
+      name = `order_service_${names.size + 1}`
+      names.set(text, name)
+    }
+    return name
+  }
+  const wrappers = new WeakMap<pg.PoolClient, PreparingClient>()
+
+  return {
+    async connect () {
+      const client = await pool.connect()
+      let wrapper = wrappers.get(client)
+      if (!wrapper) {
+        wrapper = new PreparingClient(client, nameOf)
+        wrappers.set(client, wrapper)
+      }
+      return wrapper
+    },
+    end: () => pool.end(),
+  }
+}
+
+/** True for PostgreSQL's refusal to run a prepared statement whose tables changed shape. */
+export function isStalePlan (error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown, message?: unknown }
+  return code === '0A000' && typeof message === 'string' && message.startsWith('cached plan must not change result type')
+}
+
+class PreparingClient implements PostgresPoolClient {
+  #stale = false
+
+  constructor (private readonly client: pg.PoolClient, private readonly nameOf: (text: string) => string | undefined) {}
+
+  query<R> (sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>
+  query<R> (cursor: PostgresCursor<R>): PostgresCursor<R>
+  query<R> (sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    const client = this.client as unknown as PostgresPoolClient
+    if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor)
+    // Without parameters (begin, commit, DDL) pg uses the simple protocol, which prepares nothing.
+    const name = parameters && parameters.length > 0 ? this.nameOf(sqlOrCursor) : undefined
+    if (name === undefined) return client.query(sqlOrCursor, parameters ?? [])
+    const result = this.client.query({ name, text: sqlOrCursor, values: parameters as unknown[] }) as unknown as Promise<PostgresQueryResult<R>>
+    return result.catch(error => {
+      if (isStalePlan(error)) this.#stale = true
+      throw error
+    })
+  }
+
+  release (): void {
+    // A connection holding a stale statement is closed rather than returned to the pool.
+    const stale = this.#stale
+    this.#stale = false
+    this.client.release(stale || undefined)
+  }
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import pg from 'pg'
+import { buildApp } from '../../src/app.js'
+import type { DatabaseHandle } from '../../src/db/database.js'
+import { Api, assertError, createTestDatabase, testConfig } from '../helper.js'
+
+interface Prepared { statement: string, calls: number }
+
+/**
+ * On PostgreSQL, statements with parameters run as named prepared statements, parsed and planned once
+ * per connection (src/db/prepared.ts). Each app here has a pool of one connection, so every request
+ * and every check below runs on the same PostgreSQL session.
+ */
+describe('prepared statements [postgres]', { skip: process.env.TEST_DATABASE_URL ? false : 'needs TEST_DATABASE_URL' }, () => {
+  let database: DatabaseHandle & { url?: string }
+  let seeded: { orderId: number, headers: { authorization: string } }
+
+  before(async () => {
+    database = await createTestDatabase('postgres')
+    const app = await buildApp(testConfig(), { logger: false, database })
+    const api = new Api(app)
+    const admin = await api.admin()
+    const product = await api.product(admin)
+    const member = await api.member()
+    const order = await api.order(member, [{ productId: product.productId, quantity: 1 }])
+    seeded = { orderId: order.orderId, headers: member.headers }
+    await app.close()
+  })
+  after(async () => { await database?.close() })
+
+  async function appWith (env: Record<string, string>) {
+    return buildApp(testConfig({ DATABASE_URL: database.url!, DATABASE_POOL_SIZE: '1', ...env }), { logger: false })
+  }
+
+  /** The session's prepared statements that read an order by id (the statement behind GET /orders/{id}). */
+  async function orderStatements (app: Awaited<ReturnType<typeof buildApp>>): Promise<Prepared[]> {
+    const { rows } = await sql<Prepared>`select statement, (generic_plans + custom_plans)::int as calls
+      from pg_prepared_statements where statement like '%from "orders" where "id" = %'`.execute(app.db)
+    return rows
+  }
+
+  it('parses a statement once per connection and runs it again without parsing', async () => {
+    const app = await appWith({})
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await app.inject({ url: `/api/v1/orders/${seeded.orderId}`, headers: seeded.headers })
+        assert.equal(res.statusCode, 200, res.body)
+      }
+      const statements = await orderStatements(app)
+      assert.equal(statements.length, 1, JSON.stringify(statements))
+      assert.equal(statements[0]!.calls, 3)
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('prepares nothing with DATABASE_PREPARED_STATEMENTS=false', async () => {
+    const app = await appWith({ DATABASE_PREPARED_STATEMENTS: 'false' })
+    try {
+      const res = await app.inject({ url: `/api/v1/orders/${seeded.orderId}`, headers: seeded.headers })
+      assert.equal(res.statusCode, 200, res.body)
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements`.execute(app.db)
+      assert.equal(rows[0]!.n, 0)
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('answers 503 once when a table changes under a prepared statement, then serves from a fresh connection', async () => {
+    const app = await appWith({})
+    const url = `/api/v1/orders/${seeded.orderId}`
+    const client = new pg.Client({ connectionString: database.url })
+    await client.connect()
+    try {
+      assert.equal((await app.inject({ url, headers: seeded.headers })).statusCode, 200)
+      // What a newer version's migration might do while this instance runs.
+      await client.query('alter table orders add column prepared_test_note text')
+
+      const stale = await app.inject({ url, headers: seeded.headers })
+      assertError(stale, { code: 'SERVICE_UNAVAILABLE', instance: url, detail: 'The service is temporarily unavailable; please retry shortly.' })
+      assert.equal(stale.headers['retry-after'], '1')
+
+      const retried = await app.inject({ url, headers: seeded.headers })
+      assert.equal(retried.statusCode, 200, retried.body)
+      assert.equal(retried.json().data.orderId, seeded.orderId)
+      assert.equal((await orderStatements(app))[0]?.calls, 1, 'the statement was prepared again on a new connection')
+    } finally {
+      await client.query('alter table orders drop column if exists prepared_test_note')
+      await client.end()
+      await app.close()
+    }
+  })
+})
