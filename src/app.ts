@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import helmet from '@fastify/helmet'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { createIdentity } from './auth/identity.js'
 import { registerAuthRateLimit } from './auth/limits.js'
@@ -14,6 +13,7 @@ import { migrate, openDatabase, type DatabaseHandle } from './db/database.js'
 import type { Db } from './db/schema.js'
 import { registerAccessRules } from './http/access.js'
 import { collectRoutes, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
+import { securityHeaders } from './http/security-headers.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { purgeExpiredKeys } from './idempotency/service.js'
 import { purgeExpiredMemberTokens } from './members/member-tokens.js'
@@ -129,8 +129,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: false },
   }).withTypeProvider<TypeBoxTypeProvider>()
-  // Every response carries the request id, errors included, so a caller can quote it.
+  // Every response, errors included, carries the security headers and the request id (so a caller can quote it).
+  const security = securityHeaders()
   app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(security)
     reply.header('x-request-id', request.id)
     done()
   })
@@ -151,8 +153,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.removeContentTypeParser('text/plain')
   registerErrorHandling(app, config)
   const routes = collectRoutes(app)
-  // Security headers suited to a JSON API (no framing, no sniffing, no referrer leaks).
-  await app.register(helmet, { global: true })
   registerAuthRateLimit(app, identity.counters, config.authRateLimit)
   registerAccessRules(app, identity.authenticate)
   await registerOpenApi(app)
