@@ -17,8 +17,8 @@ const COLUMNS: ReadonlyArray<[string, (row: ExportRow) => string | number | null
   ['paymentStatus', row => row.payment_status],
   ['shippingAddress', row => row.shipping_address],
   ['memo', row => row.memo],
-  ['createdAt', row => row.created_at.toISOString()],
-  ['updatedAt', row => row.updated_at.toISOString()],
+  ['createdAt', row => row.created_at],
+  ['updatedAt', row => row.updated_at],
 ]
 
 /**
@@ -32,7 +32,14 @@ export function csvField (value: string | number | null): string {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
-const line = (fields: ReadonlyArray<string | number | null>) => fields.map(csvField).join(',') + '\r\n'
+const HEADER = COLUMNS.map(([name]) => csvField(name)).join(',') + '\r\n'
+
+/** One order as a CSV record (a million of these in a full export: no intermediate arrays). */
+function record (row: ExportRow): string {
+  let text = csvField(COLUMNS[0]![1](row))
+  for (let i = 1; i < COLUMNS.length; i++) text += ',' + csvField(COLUMNS[i]![1](row))
+  return text + '\r\n'
+}
 
 /** Up to this many characters are sent per write: fewer, larger chunks. */
 const CHUNK_CHARS = 64 * 1024
@@ -46,9 +53,9 @@ export function exportOrdersCsv (db: Db, query: AdminOrderExportQuery): Readable
   // Parsed before streaming starts, so bad parameters are still a 400 envelope.
   const filter = { ...orderFilter(query), includeDeleted: true, sort: parseSort(query.sort, ORDER_SORT) }
   async function * csv () {
-    let chunk = line(COLUMNS.map(([name]) => name))
+    let chunk = HEADER
     for await (const row of streamOrders(db, filter)) {
-      chunk += line(COLUMNS.map(([, value]) => value(row)))
+      chunk += record(row)
       if (chunk.length >= CHUNK_CHARS) {
         yield chunk
         chunk = ''
