@@ -43,10 +43,20 @@ from orders o where o.id = :id;
 }
 
 /**
- * The service's order-creation transaction (src/orders/service.ts placeOrder + repository.ts
- * insertOrder): lock 3 products in id order, then decrement stock and insert the order, its 3 items
- * and its history entry in one statement. (The service also claims an idempotency key in the same
- * transaction; that row is not part of this ceiling.)
+ * About the size of the stored response of a 3-item order (the order's detail as JSON). A space
+ * follows each key's colon, or pgbench would read `:null` as a variable.
+ */
+const STORED_RESPONSE = JSON.stringify({
+  orderId: 1, customerId: 1, status: 'PLACED', totalAmount: 300, currency: 'USD', shippingAddress: '1 Bench Street', memo: null,
+  items: [1, 2, 3].map(p => ({ productId: p, productName: 'Bench product', quantity: 1, unitPrice: 100, lineTotal: 100 })),
+  paymentId: null, version: 1, allowedActions: ['confirm', 'cancel'], createdAt: '2026-11-23T00:00:00.000Z', updatedAt: '2026-11-23T00:00:00.000Z',
+}).replaceAll('":', '": ')
+
+/**
+ * The service's order-creation transaction with an idempotency key, statement for statement
+ * (src/idempotency/service.ts runIdempotent around src/orders/service.ts placeOrder): claim a fresh
+ * key; lock 3 products in id order; decrement stock and insert the order, its 3 items and its history
+ * entry in one statement; store the response with the key; commit.
  */
 export function createScript (products: number, memberBase: number, members: number): string {
   const third = Math.floor(products / 3)
@@ -54,7 +64,12 @@ export function createScript (products: number, memberBase: number, members: num
 \\set p2 random(${third + 1}, ${2 * third})
 \\set p3 random(${2 * third + 1}, ${3 * third})
 \\set c random(${memberBase}, ${memberBase + members - 1})
+\\set k random(1, 1000000000000)
 BEGIN;
+insert into idempotency_keys (member_id, method, path, key, fingerprint, expires_at)
+  values (:c, 'POST', '/api/v1/orders', 'bench-' || :client_id || '-' || :k, 'fingerprint', now() + interval '1 day')
+  on conflict (member_id, method, path, key) do update set fingerprint = excluded.fingerprint
+  where idempotency_keys.expires_at <= now() returning key;
 select id, name, price, stock_quantity, status from products where id in (:p1, :p2, :p3) order by id for update;
 with v (position, product_id, product_name, quantity, unit_price, line_total) as (values
   (0::smallint, :p1::bigint, 'Bench product'::text, 1::integer, 100::bigint, 100::bigint),
@@ -73,6 +88,8 @@ history as (
   insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
   select o.id, null, 'PLACED', 'create', :c, 'USER' from o)
 select * from o;
+update idempotency_keys set response_status = 201, response_body = '${STORED_RESPONSE}', location = '/api/v1/orders/1'
+  where member_id = :c and method = 'POST' and path = '/api/v1/orders' and key = 'bench-' || :client_id || '-' || :k;
 COMMIT;
 `
 }

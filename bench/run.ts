@@ -4,6 +4,7 @@
  *
  *   npm run bench                # 10,000 members, 1,000 products, 1,000,000 orders; ~12 s per scenario
  *   npm run bench -- --quick     # 100,000 orders, ~5 s per scenario (< 3 minutes)
+ *   npm run bench -- --profile   # also: the measured service runs with --cpu-prof (bench/profiles/)
  *
  * DATABASE_URL names the server to create the scratch database on (default
  * postgres://postgres@127.0.0.1:5432/postgres); it is dropped afterwards, even on failure.
@@ -23,10 +24,13 @@ import { createScript, getByIdScript, runPgbench, startBareServer } from './ceil
 import { MEMBER_ID_BASE, SEED_PASSWORD, memberEmail, productOf, seed } from './seed.js'
 
 const quick = process.argv.includes('--quick')
+/** `--profile`: the measured service runs with --cpu-prof and leaves its profile in bench/profiles/. */
+const profile = process.argv.includes('--profile')
 const SIZES = quick
   ? { members: 2_000, products: 1_000, orders: 100_000 }
   : { members: 10_000, products: 1_000, orders: 1_000_000 }
 const SECONDS = quick ? 5 : 12
+const WARM_UP = 2 // seconds of unmeasured load before each scenario
 const TOKENS = quick ? 100 : 200
 const CONNECTIONS = 32
 const POOL_SIZE = 10 // the service's default DATABASE_POOL_SIZE; pgbench uses as many clients
@@ -34,6 +38,7 @@ const ADMIN = { email: 'bench-admin@example.com', password: 'bench-admin-passwor
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const MB = 1024 * 1024
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const PROFILES = fileURLToPath(new URL('./profiles', import.meta.url))
 const started = performance.now()
 const log = (line: string) => console.error(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}`)
 
@@ -74,11 +79,11 @@ async function query (url: string, statement: string, values: unknown[] = []) {
 }
 
 /** Spawns the service and resolves with the time from spawn to the first 200 on /api/v1/health. */
-async function startService (env: Record<string, string>): Promise<{ child: ChildProcess, base: string, startupMs: number }> {
+async function startService (env: Record<string, string>, nodeOptions: string[] = []): Promise<{ child: ChildProcess, base: string, startupMs: number }> {
   const port = await freePort()
   const spawned = performance.now()
   // The built service, as `npm start` runs it in production (main() builds it first).
-  const child = spawn(process.execPath, ['dist/server.js'], {
+  const child = spawn(process.execPath, [...nodeOptions, 'dist/server.js'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -146,17 +151,18 @@ type Requests = Setup | autocannon.Request[]
 /** `count` requests built up front by `setup`, for a scenario whose requests may repeat. */
 const prebuilt = (setup: Setup, count = 2_000): autocannon.Request[] => Array.from({ length: count }, () => setup({}))
 
-async function load (name: string, url: string, requests: Requests | undefined, opts: { pid?: number, overallRate?: number, seconds?: number } = {}): Promise<Row> {
-  log(`${name}: ${opts.seconds ?? SECONDS} s, ${CONNECTIONS} connections${opts.overallRate ? `, ${opts.overallRate} req/s` : ''}`)
-  const peakRss = opts.pid ? sampleRss(opts.pid) : undefined
-  const result = await autocannon({
+async function load (name: string, url: string, requests: Requests | undefined, opts: { pid?: number, seconds?: number } = {}): Promise<Row> {
+  log(`${name}: ${WARM_UP} s warm-up, then ${opts.seconds ?? SECONDS} s, ${CONNECTIONS} connections`)
+  const options = {
     url,
     connections: CONNECTIONS,
-    duration: opts.seconds ?? SECONDS,
     timeout: 10,
-    ...(opts.overallRate ? { overallRate: opts.overallRate } : {}),
     ...(typeof requests === 'function' ? { requests: [{ setupRequest: requests }] } : requests ? { requests } : {}),
-  })
+  }
+  // Unmeasured: the first seconds of a scenario compile its code path and open the pool's connections.
+  await autocannon({ ...options, duration: WARM_UP })
+  const peakRss = opts.pid ? sampleRss(opts.pid) : undefined
+  const result = await autocannon({ ...options, duration: opts.seconds ?? SECONDS })
   const rss = peakRss?.()
   const row: Row = {
     scenario: name,
@@ -170,6 +176,66 @@ async function load (name: string, url: string, requests: Requests | undefined, 
   rows.push(row)
   log(`  ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, errors ${row.errors}` +
     ` (non2xx ${result.non2xx}, socket ${result.errors}, timeouts ${result.timeouts})${rss ? `, peak RSS ${(rss / MB).toFixed(0)} MB` : ''}`)
+  return row
+}
+
+/**
+ * Open-loop load at a steady rate: requests leave on a fixed schedule, spread evenly over each
+ * second, whether or not earlier ones have been answered, and each latency counts from the moment
+ * its request was due, so a stall counts against every request it delays. (autocannon's rate limit
+ * sends each connection's quota for the second in one burst at the start of the second, and then
+ * waits: that measures bursts at full speed, not a steady half load.)
+ */
+async function steady (name: string, base: string, requests: autocannon.Request[], rate: number, pid: number): Promise<Row> {
+  log(`${name}: ${SECONDS} s at ${rate} req/s, open loop`)
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS * 2 })
+  const url = new URL(base)
+  const latencies: number[] = []
+  let errors = 0
+  let sent = 0
+  const total = rate * SECONDS
+  const peakRss = sampleRss(pid)
+  const start = performance.now()
+  await new Promise<void>(resolve => {
+    let answered = 0
+    const done = () => { if (++answered === total) resolve() }
+    const send = (due: number) => {
+      const spec = requests[sent % requests.length]!
+      const req = http.request({ agent, host: url.hostname, port: url.port, method: spec.method, path: spec.path, headers: spec.headers as http.OutgoingHttpHeaders }, res => {
+        res.resume()
+        res.on('end', () => {
+          if (res.statusCode !== 200) errors++
+          latencies.push(performance.now() - due)
+          done()
+        })
+      })
+      req.on('error', () => { errors++; done() })
+      req.end()
+    }
+    const timer = setInterval(() => {
+      const due = Math.min(total, Math.floor((performance.now() - start) * rate / 1000))
+      while (sent < due) {
+        send(start + sent * 1000 / rate)
+        sent++
+      }
+      if (sent === total) clearInterval(timer)
+    }, 1)
+  })
+  const rss = peakRss()
+  agent.destroy()
+  latencies.sort((a, b) => a - b)
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN)
+  const row: Row = {
+    scenario: name,
+    rps: latencies.length / ((performance.now() - start) / 1000),
+    p50: at(0.5),
+    p99: at(0.99),
+    p999: at(0.999),
+    errors,
+    rssMb: rss / MB,
+  }
+  rows.push(row)
+  log(`  ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, p99.9 ${row.p999} ms, errors ${errors}`)
   return row
 }
 
@@ -216,7 +282,7 @@ async function main () {
   log(`seeded in ${seedSeconds.toFixed(1)} s`)
 
   // 2. Startup on PostgreSQL (seeded) — the process every scenario runs against.
-  const service = await startService({ DATABASE_URL })
+  const service = await startService({ DATABASE_URL }, profile ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`] : [])
   const pid = service.child.pid!
   const base = service.base
   log(`service pid ${pid} healthy in ${service.startupMs.toFixed(0)} ms`)
@@ -332,7 +398,7 @@ async function main () {
   getRow.note = `${(vsPg * 100).toFixed(0)}% of pgbench by-id`
 
   const half = Math.max(1, Math.round(getRow.rps / 2))
-  const halfRow = await load(`GET /orders/{id} at half peak (${half} req/s)`, base, getRequests, { pid, overallRate: half })
+  const halfRow = await steady(`GET /orders/{id} at half peak (${half} req/s, steady)`, base, getRequests, half, pid)
 
   const listRow = await load('GET /orders (first page, 20)', base, prebuilt(listFirst), { pid })
   listRow.ceiling = 'bare node:http'
@@ -411,6 +477,7 @@ async function main () {
   ]
 
   await stop(service.child)
+  if (profile) log(`CPU profile of the measured service written to ${PROFILES}; summarise it with: node bench/profile-top.mjs`)
 
   // 5. Startup on PGlite (in memory).
   const pglite = await startService({ DATA_DIR: 'memory' })
