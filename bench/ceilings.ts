@@ -47,9 +47,19 @@ from orders o where o.id = :id;
  * follows each key's colon, or pgbench would read `:null` as a variable.
  */
 const STORED_RESPONSE = JSON.stringify({
-  orderId: 1, customerId: 1, status: 'PLACED', totalAmount: 300, currency: 'USD', shippingAddress: '1 Bench Street', memo: null,
+  orderId: 1,
+  customerId: 1,
+  status: 'PLACED',
+  totalAmount: 300,
+  currency: 'USD',
+  shippingAddress: '1 Bench Street',
+  memo: null,
   items: [1, 2, 3].map(p => ({ productId: p, productName: 'Bench product', quantity: 1, unitPrice: 100, lineTotal: 100 })),
-  paymentId: null, version: 1, allowedActions: ['confirm', 'cancel'], createdAt: '2026-11-23T00:00:00.000Z', updatedAt: '2026-11-23T00:00:00.000Z',
+  paymentId: null,
+  version: 1,
+  allowedActions: ['confirm', 'cancel'],
+  createdAt: '2026-11-23T00:00:00.000Z',
+  updatedAt: '2026-11-23T00:00:00.000Z',
 }).replaceAll('":', '": ')
 
 /**

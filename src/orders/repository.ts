@@ -233,7 +233,7 @@ const isoTimestamp = (column: 'orders.created_at' | 'orders.updated_at') =>
  * Every matching order through a database cursor, `chunkSize` rows at a time: memory stays the same
  * however many orders match.
  */
-export function streamOrders (db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn> }, chunkSize = 5000): AsyncIterableIterator<ExportRow> {
+export function streamOrders (db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn> }, chunkSize = 2000): AsyncIterableIterator<ExportRow> {
   return db.selectFrom('orders')
     .innerJoin('members', 'members.id', 'orders.customer_id')
     .leftJoin('payments', 'payments.id', 'orders.payment_id')
