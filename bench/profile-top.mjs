@@ -19,7 +19,11 @@ const { nodes, samples, timeDeltas } = JSON.parse(readFileSync(file, 'utf8'))
 const timeOf = new Map()
 samples.forEach((id, i) => timeOf.set(id, (timeOf.get(id) ?? 0) + (timeDeltas[i] ?? 0)))
 
-const where = url => url.replace(/^file:\/\//, '').replace(/^.*node_modules\//, '').replace(/^.*?\/(dist|src)\//, '$1/')
+const where = url => {
+  const path = url.replace(/^file:\/\//, '')
+  const inModules = path.split('node_modules/')[1]
+  return inModules ?? path.replace(/^.*?\/(dist|src|bench)\//, '$1/')
+}
 const packageOf = ({ url, functionName }) => {
   if (!url) return functionName || '(native)'
   if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0]
