@@ -62,7 +62,9 @@ export const prefixQuery = (words: readonly string[]) => words.map(word => `${wo
 
 function productConditions (eb: ExpressionBuilder<Database, 'products'>, filter: ProductFilter): Expression<SqlBool> {
   const conditions: Array<Expression<SqlBool>> = []
-  if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses))
+  // Literals, not parameters (the statuses come from a fixed list): a prepared statement's generic
+  // plan can then match `status = 'ACTIVE'` against products_active_created_idx's predicate.
+  if (filter.statuses) conditions.push(eb('status', 'in', filter.statuses.map(status => sql.lit(status))))
   if (filter.minPrice !== undefined) conditions.push(eb('price', '>=', filter.minPrice))
   if (filter.maxPrice !== undefined) conditions.push(eb('price', '<=', filter.maxPrice))
   if (filter.words) {

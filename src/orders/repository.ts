@@ -157,7 +157,9 @@ export interface OrderFilter {
 function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filter: OrderFilter): Expression<SqlBool> {
   const conditions: Array<Expression<SqlBool>> = []
   if (filter.customerId !== undefined) conditions.push(eb('orders.customer_id', '=', filter.customerId))
-  if (!filter.includeDeleted) conditions.push(eb('orders.status', '<>', 'DELETED'))
+  // A literal, not a parameter: only then can a prepared statement's generic plan prove that it
+  // matches orders_customer_created_idx's predicate (status <> 'DELETED') and use that index.
+  if (!filter.includeDeleted) conditions.push(eb('orders.status', '<>', sql.lit('DELETED')))
   if (filter.statuses) conditions.push(eb('orders.status', 'in', filter.statuses))
   if (filter.createdFrom) conditions.push(eb('orders.created_at', '>=', filter.createdFrom))
   if (filter.createdTo) conditions.push(eb('orders.created_at', '<', filter.createdTo))

@@ -56,6 +56,41 @@ describe('prepared statements [postgres]', { skip: process.env.TEST_DATABASE_URL
     }
   })
 
+  /**
+   * The generic plan of the session's prepared statement whose text contains `fragment`, run with
+   * `args`. After five runs PostgreSQL may switch a prepared statement to a generic plan, made
+   * without the parameters' values: the lists must still be served by their partial indexes then.
+   */
+  async function genericPlan (app: Awaited<ReturnType<typeof buildApp>>, fragment: string, types: string, args: number[]): Promise<string> {
+    const { rows } = await sql<{ name: string, types: string }>`select name, parameter_types::text as types
+      from pg_prepared_statements where strpos(statement, ${fragment}) > 0`.execute(app.db)
+    assert.equal(rows.length, 1, JSON.stringify(rows))
+    assert.equal(rows[0]!.types, types, 'the constant predicate is a literal, not a parameter')
+    await sql`set plan_cache_mode = force_generic_plan`.execute(app.db)
+    try {
+      const plan = await sql<{ 'QUERY PLAN': string }>`explain execute ${sql.id(rows[0]!.name)}(${sql.join(args.map(arg => sql.lit(arg)))})`.execute(app.db)
+      return plan.rows.map(row => row['QUERY PLAN']).join('\n')
+    } finally {
+      await sql`reset plan_cache_mode`.execute(app.db)
+    }
+  }
+
+  it("plans the owner's order list and the public product list on their partial indexes, even as generic plans", async () => {
+    const app = await appWith({})
+    try {
+      assert.equal((await app.inject({ url: '/api/v1/orders', headers: seeded.headers })).statusCode, 200)
+      assert.equal((await app.inject({ url: '/api/v1/products' })).statusCode, 200)
+      // Customer, limit, offset: "status" <> 'DELETED' is written into the statement.
+      const orders = await genericPlan(app, 'from "orders" where ("orders"."customer_id" = $1', '{bigint,bigint,bigint}', [1, 21, 0])
+      assert.match(orders, /Index Scan (using|on) orders_customer_created_idx/, orders)
+      // Limit, offset: "status" in ('ACTIVE') likewise.
+      const products = await genericPlan(app, 'from "products" where "status" in (\'ACTIVE\')', '{bigint,bigint}', [21, 0])
+      assert.match(products, /Index Scan (using|on) products_active_created_idx/, products)
+    } finally {
+      await app.close()
+    }
+  })
+
   it('prepares nothing with DATABASE_PREPARED_STATEMENTS=false', async () => {
     const app = await appWith({ DATABASE_PREPARED_STATEMENTS: 'false' })
     try {
