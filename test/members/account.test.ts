@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { ADMIN, assertError, describeEachBackend, type Member } from '../helper.js'
+import { ADMIN, assertError, describeEachBackend, successData, type Member } from '../helper.js'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const INVALID_BODY = 'The request body has invalid parameters.'
@@ -26,13 +26,9 @@ describeEachBackend('members: reading and renaming an account', (ctx) => {
 
   it('GET /members/me answers 200 with the caller’s own member', async () => {
     const member = await ctx.api.member('ada')
-    const res = await me(member)
-    assert.equal(res.statusCode, 200, res.body)
-    const body = res.json()
-    assert.equal(body.success, true)
-    assert.equal(body.error, null)
-    assert.deepEqual(Object.keys(body.data).sort(), ['createdAt', 'email', 'emailVerified', 'memberId', 'name', 'role', 'status'])
-    assert.deepEqual(withoutCreatedAt(body.data), {
+    const data = successData<Record<string, unknown>>(await me(member))
+    assert.deepEqual(Object.keys(data).sort(), ['createdAt', 'email', 'emailVerified', 'memberId', 'name', 'role', 'status'])
+    assert.deepEqual(withoutCreatedAt(data), {
       memberId: member.id, email: member.email, name: 'ada', role: 'USER', status: 'ACTIVE', emailVerified: false,
     })
     const admin = await me(await ctx.api.admin())

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import type { OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, type Api, type Member, summaryOf } from '../helper.js'
+import { assertError, describeEachBackend, successData, type Api, type Member, summaryOf } from '../helper.js'
 
 const LIST = '/api/v1/orders'
 const SEARCH = '/api/v1/orders/search'
@@ -21,13 +21,7 @@ const get = (ctx: Ctx, member: Member | undefined, path: string, query: Query = 
 
 /** A 200 slice. */
 async function slice (ctx: Ctx, member: Member, path: string, query: Query = {}): Promise<Slice> {
-  const res = await get(ctx, member, path, query)
-  assert.equal(res.statusCode, 200, res.body)
-  assert.match(String(res.headers['content-type']), /^application\/json/)
-  const body = res.json()
-  assert.equal(body.success, true)
-  assert.equal(body.error, null)
-  return body.data as Slice
+  return successData<Slice>(await get(ctx, member, path, query))
 }
 
 /** The order ids of a 200 slice, in the order listed. */
