@@ -165,7 +165,7 @@ describeEachBackend('admin: orders export', (ctx) => {
     assert.equal(res.body, HEADER_LINE)
   })
 
-  it('prefixes text that a spreadsheet would run as a formula (= + - @) with a single quote, in every text column', async () => {
+  it('prefixes text that a spreadsheet would run as a formula (= + - @, tab, CR) with a single quote, in every text column', async () => {
     const admin = await ctx.api.admin()
     const product = await ctx.api.product(admin)
     const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload: { email: '=cmd@example.com', password: 'correct horse', name: 'Eve' } })
@@ -179,6 +179,8 @@ describeEachBackend('admin: orders export', (ctx) => {
       ['@SUM(A1)', null, "'@SUM(A1)", ''],
       ['=1,"2"', null, '\'=1,"2"', ''],
       ['a=b', '1 Main St', 'a=b', '1 Main St'],
+      ['\tTAB', '\rCR', "'\tTAB", "'\rCR"],
+      ['Grüße — 東京', ' =not first', 'Grüße — 東京', ' =not first'],
     ]
     const ids: number[] = []
     for (const [memo, shippingAddress] of cases) ids.push((await ctx.api.order(eve, [{ productId: product.productId, quantity: 1 }], { memo, shippingAddress })).orderId)
@@ -191,6 +193,7 @@ describeEachBackend('admin: orders export', (ctx) => {
     const body = exported.body
     assert.ok(body.includes(",'=SUM(A1),"), 'the prefix is inside the field, unquoted when nothing else needs quoting')
     assert.ok(body.includes(',"\'=1,""2""",'), 'the prefixed value is quoted like any other when it holds a comma or quote')
+    assert.ok(body.includes(',"\'\rCR",'), 'a value starting with CR is prefixed, then quoted for its line break')
   })
 
   it('takes the search’s filters and sort: the same orders, in the same order', async () => {
