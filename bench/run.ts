@@ -3,7 +3,7 @@
  * that bound it, measured in the same run, with ratios and PASS/FAIL per target.
  *
  *   npm run bench                # 10,000 members, 1,000 products, 1,000,000 orders; ~12 s per scenario
- *   npm run bench -- --quick     # 100,000 orders, ~5 s per scenario (< 3 minutes)
+ *   npm run bench -- --quick     # 100,000 orders, ~5 s per scenario (about 2 minutes)
  *   npm run bench -- --profile   # also: the measured service runs with --cpu-prof (bench/profiles/)
  *
  * DATABASE_URL names the server to create the scratch database on (default
@@ -186,7 +186,7 @@ async function load (name: string, url: string, requests: Requests | undefined, 
  * sends each connection's quota for the second in one burst at the start of the second, and then
  * waits: that measures bursts at full speed, not a steady half load.)
  */
-async function steady (name: string, base: string, requests: autocannon.Request[], rate: number, pid: number): Promise<Row> {
+async function steady (name: string, base: string, requests: autocannon.Request[], rate: number, pid: number): Promise<{ row: Row, lag: number }> {
   log(`${name}: ${SECONDS} s at ${rate} req/s, open loop`)
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS * 2 })
   const url = new URL(base)
@@ -238,11 +238,22 @@ async function steady (name: string, base: string, requests: autocannon.Request[
     p999: at(0.999),
     errors,
     rssMb: rss / MB,
-    note: `open loop; the generator was at most ${lag.toFixed(0)} ms behind its schedule`,
   }
-  rows.push(row)
   log(`  ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, p99.9 ${row.p999} ms, errors ${errors}, generator lag ≤ ${lag.toFixed(0)} ms`)
-  return row
+  return { row, lag }
+}
+
+/**
+ * The runs of a borderline measurement, and the median one by `key`. On a shared machine one run can
+ * land on a stall that the next does not; the median of three is steadier than any single run, and
+ * the table's note lists all three.
+ */
+const REPEATS = 3
+async function medianOf<T> (runs: number, measure: (run: number) => Promise<T>, key: (result: T) => number): Promise<{ median: T, all: T[] }> {
+  const all: T[] = []
+  for (let run = 1; run <= runs; run++) all.push(await measure(run))
+  const sorted = [...all].sort((a, b) => key(a) - key(b))
+  return { median: sorted[Math.floor(sorted.length / 2)]!, all }
 }
 
 const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)]!
@@ -404,7 +415,16 @@ async function main () {
   getRow.note = `${(vsPg * 100).toFixed(0)}% of pgbench by-id`
 
   const half = Math.max(1, Math.round(getRow.rps / 2))
-  const halfRow = await steady(`GET /orders/{id} at half peak (${half} req/s, steady)`, base, getRequests, half, pid)
+  const halves = await medianOf(REPEATS, run => steady(`GET /orders/{id} at half peak, run ${run} of ${REPEATS}`, base, getRequests, half, pid), run => run.row.p99 ?? Infinity)
+  const halfRow: Row = {
+    ...halves.median.row,
+    scenario: `GET /orders/{id} at half peak (${half} req/s, steady; median of ${REPEATS} runs by p99)`,
+    rssMb: Math.max(...halves.all.map(run => run.row.rssMb ?? 0)),
+    errors: halves.all.reduce((sum, run) => sum + (run.row.errors ?? 0), 0),
+    note: `open loop; p99 of the runs: ${halves.all.map(run => `${run.row.p99} ms`).join(', ')}; ` +
+      `the generator fell behind its schedule by at most ${halves.all.map(run => `${run.lag.toFixed(0)} ms`).join(', ')}`,
+  }
+  rows.push(halfRow)
 
   const listRow = await load('GET /orders (first page, 20)', base, prebuilt(listFirst), { pid })
   listRow.ceiling = 'bare node:http'
@@ -430,35 +450,42 @@ async function main () {
   searchRow.ceiling = 'bare node:http'
   searchRow.ratio = searchRow.rps / bareRow.rps
 
-  // Export: every order as CSV over one socket.
-  log('export: streaming every order as CSV')
-  const exportRss = sampleRss(pid)
-  const exportStarted = performance.now()
-  const exported = await new Promise<{ lines: number, bytes: number, status: number }>((resolve, reject) => {
-    const req = http.get(`${base}/api/v1/admin/orders/export`, { headers: auth(adminToken) }, res => {
-      let lines = 0
-      let bytes = 0
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length
-        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
-      })
-      res.on('end', () => resolve({ lines, bytes, status: res.statusCode ?? 0 }))
-      res.on('error', reject)
-    }).on('error', reject)
-    req.setTimeout(300_000, () => req.destroy(new Error('export took over 5 minutes')))
-  })
-  const exportSeconds = (performance.now() - exportStarted) / 1000
-  const exportRows = Math.max(0, exported.lines - 1)
+  // Export: every order as CSV over one socket, three times (the median run counts).
   const expectedRows = Number((await query(DATABASE_URL, 'select count(*) as n from orders')).rows[0]!.n)
-  const exportRate = exportRows / exportSeconds
+  const exportOnce = async (run: number) => {
+    log(`export, run ${run} of ${REPEATS}: streaming every order as CSV`)
+    const rss = sampleRss(pid)
+    const started = performance.now()
+    const exported = await new Promise<{ lines: number, bytes: number, status: number }>((resolve, reject) => {
+      const req = http.get(`${base}/api/v1/admin/orders/export`, { headers: auth(adminToken) }, res => {
+        let lines = 0
+        let bytes = 0
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length
+          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++
+        })
+        res.on('end', () => resolve({ lines, bytes, status: res.statusCode ?? 0 }))
+        res.on('error', reject)
+      }).on('error', reject)
+      req.setTimeout(300_000, () => req.destroy(new Error('export took over 5 minutes')))
+    })
+    const seconds = (performance.now() - started) / 1000
+    const rows = Math.max(0, exported.lines - 1)
+    log(`  ${rows} rows in ${seconds.toFixed(2)} s: ${(rows / seconds).toFixed(0)} rows/s`)
+    return { ...exported, rows, seconds, rate: rows / seconds, rssMb: rss() / MB }
+  }
+  const exports = await medianOf(REPEATS, exportOnce, run => run.rate)
+  const exported = exports.median
+  const exportRows = exported.rows
+  const exportRate = exported.rate
+  const exportErrors = exports.all.reduce((sum, run) => sum + (run.status === 200 ? 0 : 1) + (run.rows === expectedRows ? 0 : 1), 0)
   rows.push({
-    scenario: `CSV export (${exportRows} rows, ${(exported.bytes / MB).toFixed(0)} MB)`,
+    scenario: `CSV export (${exportRows} rows, ${(exported.bytes / MB).toFixed(0)} MB; median of ${REPEATS} runs)`,
     rps: exportRate,
-    errors: (exported.status === 200 ? 0 : 1) + (exportRows === expectedRows ? 0 : 1),
-    rssMb: exportRss() / MB,
-    note: `rows/s; ${exportSeconds.toFixed(2)} s; expected ${expectedRows} rows`,
+    errors: exportErrors,
+    rssMb: Math.max(...exports.all.map(run => run.rssMb)),
+    note: `rows/s; runs: ${exports.all.map(run => run.rate.toFixed(0)).join(', ')} rows/s; median ${exported.seconds.toFixed(2)} s; expected ${expectedRows} rows`,
   })
-  log(`  ${exportRows} rows in ${exportSeconds.toFixed(2)} s: ${exportRate.toFixed(0)} rows/s`)
 
   // EXPLAIN of the owner's list query and the admin search query (as src/orders/repository.ts builds them).
   const customer = MEMBER_ID_BASE + 7
@@ -500,7 +527,7 @@ async function main () {
     { name: 'p99 < 25 ms at half the peak GET-by-id rate', pass: (halfRow.p99 ?? Infinity) < 25, detail: `p99 ${halfRow.p99} ms at ${half} req/s (achieved ${halfRow.rps.toFixed(0)})` },
     { name: 'zero errors', pass: errorRows.length === 0, detail: errorRows.length === 0 ? 'none' : errorRows.map(row => `${row.scenario}: ${row.errors}`).join('; ') },
     { name: 'service RSS < 250 MB', pass: peakRss < 250, detail: `peak ${peakRss.toFixed(0)} MB` },
-    { name: 'export ≥ 100,000 rows/s', pass: exportRate >= 100_000 && exportRows === expectedRows, detail: `${exportRate.toFixed(0)} rows/s, ${exportRows}/${expectedRows} rows` },
+    { name: 'export ≥ 100,000 rows/s', pass: exportRate >= 100_000 && exportErrors === 0, detail: `${exportRate.toFixed(0)} rows/s, ${exportRows}/${expectedRows} rows` },
     { name: `list queries are index scans at ${SIZES.orders} orders`, pass: allScans.length > 0 && !allScans.some(scan => scan.startsWith('Seq Scan')), detail: allScans.some(scan => scan.startsWith('Seq Scan')) ? 'a Seq Scan appears' : 'no Seq Scan' }
   )
 
