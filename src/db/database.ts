@@ -89,7 +89,7 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
     pool.on('error', () => {})
     pool.on('connect', client => client.on('error', () => {}))
     // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
-    const dialect = new PostgresDialect({ pool: config.databasePreparedStatements ? preparingPool(pool) : pool, cursor: Cursor })
+    const dialect = new PostgresDialect({ pool: preparingPool(pool, config.databasePreparedStatements ? 1000 : 0), cursor: Cursor })
     const db = new Kysely<Database>({ dialect, log: logQuery })
     const max = config.databasePoolSize
     const poolStats = (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max })
