@@ -5,7 +5,7 @@ import Cursor from 'pg-cursor'
 import type { Config } from '../config.js'
 import { migrations } from '../migrations/index.js'
 import { PGliteDialect } from './pglite-dialect.js'
-import { preparingPool } from './prepared.js'
+import { kyselyPool } from './prepared.js'
 import type { Database, Db } from './schema.js'
 
 export interface DatabaseHandle {
@@ -89,7 +89,7 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
     pool.on('error', () => {})
     pool.on('connect', client => client.on('error', () => {}))
     // Cursor: `.stream()` reads large results (the CSV export) through a server-side cursor.
-    const dialect = new PostgresDialect({ pool: preparingPool(pool, config.databasePreparedStatements ? 1000 : 0), cursor: Cursor })
+    const dialect = new PostgresDialect({ pool: kyselyPool(pool, { prepare: config.databasePreparedStatements }), cursor: Cursor })
     const db = new Kysely<Database>({ dialect, log: logQuery })
     const max = config.databasePoolSize
     const poolStats = (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max })

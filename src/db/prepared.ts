@@ -1,29 +1,30 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
 import type pg from 'pg'
 
+/** At most this many distinct statement texts are prepared; any beyond run unprepared. */
+const MAX_PREPARED = 1000
+
 /**
- * Statements with parameters run as named prepared statements: PostgreSQL parses and plans each
- * one once per connection instead of on every call. For the short queries behind most requests,
- * parsing and planning cost PostgreSQL more than running them (see bench/RESULTS.md).
+ * The pool Kysely uses on PostgreSQL: pg's pool, with two things done for every statement.
  *
- * The SQL text names the statement, and each connection prepares it the first time it runs it.
- * Kysely builds SQL from a fixed set of query shapes, so the set of texts is small. It is still
- * capped: texts beyond `limit` run unprepared, so an unexpected variety cannot grow every
- * connection's memory without bound.
+ * **Prepared statements** (unless `prepare` is false, for PgBouncer in transaction mode:
+ * DATABASE_PREPARED_STATEMENTS). Statements with parameters run as named prepared statements:
+ * PostgreSQL parses and plans each one once per connection instead of on every call. For the short
+ * queries behind most requests, parsing and planning cost PostgreSQL more than running them (see
+ * bench/RESULTS.md). The SQL text names the statement, and each connection prepares it the first
+ * time it runs it. Kysely builds SQL from a fixed set of query shapes, so the set of texts is small.
+ * It is still capped at MAX_PREPARED, so an unexpected variety cannot grow every connection's memory
+ * without bound. After a migration changes a table, a connection's prepared `select *` can fail once
+ * with "cached plan must not change result type". Such a connection is closed when it is released,
+ * so the next request gets a fresh one. The failed statement answers 503 (src/db/errors.ts).
  *
- * After a migration changes a table, a connection's prepared `select *` can fail once with
- * "cached plan must not change result type". Such a connection is closed when it is released, so
- * the next request gets a fresh one. The failed statement answers 503 (src/db/errors.ts).
- * With PgBouncer in transaction mode, set DATABASE_PREPARED_STATEMENTS=false: `limit` 0 prepares
- * nothing.
- *
- * Every statement goes to pg in its callback form, not its promise form. With the promise form, V8
- * came to allocate pg's result rows and their Dates straight in the old generation ("allocation-site
- * pretenuring"): under load about 9% of all allocation went there, to die and wait for a full
- * collection, and the service's resident memory climbed to 250 MB. With callbacks it stays near 150
- * (bench/RESULTS.md).
+ * **pg's callback form**, not its promise form. With the promise form, V8 came to allocate pg's
+ * result rows and their Dates straight in the old generation ("allocation-site pretenuring"): under
+ * load about 9% of all allocation went there, to die and wait for a full collection, and the
+ * service's resident memory climbed to 250 MB. With callbacks it stays near 150 (bench/RESULTS.md).
  */
-export function preparingPool (pool: pg.Pool, limit = 1000): PostgresPool {
+export function kyselyPool (pool: pg.Pool, options: { prepare: boolean }): PostgresPool {
+  const limit = options.prepare ? MAX_PREPARED : 0
   const names = new Map<string, string>()
   const nameOf = (text: string): string | undefined => {
     let name = names.get(text)
