@@ -1,0 +1,90 @@
+/**
+ * The floor of a Node service on this machine: node:http and pg running the statements pgbench runs
+ * (bench/ceilings.ts STATEMENTS), and nothing else: no framework, authentication, validation, query
+ * builder, metrics or logging. It answers
+ *   GET  /api/v1/orders/{id}   the by-id read;
+ *   POST /api/v1/orders        the order-creation transaction, keyed by the Idempotency-Key header;
+ * and 404 to anything else. The service does all of the above on top, so the service's rate over the
+ * floor's is what its own code costs, and the floor's rate over a ceiling is as far as any Node
+ * service that runs these statements could get here. Spawned by bench/run.ts on 127.0.0.1:$PORT,
+ * with DATABASE_URL and POOL_SIZE.
+ */
+import http from 'node:http'
+import pg from 'pg'
+import { STATEMENTS } from './ceilings.js'
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) })
+
+/** One prepared statement through pg's callback form, as the service runs them (src/db/prepared.ts). */
+function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    client.query({ name, text, values }, (error: Error | undefined, result: pg.QueryResult) => error ? reject(error) : resolve(result))
+  })
+}
+
+interface CreateBody { customerId: number, items: Array<{ productId: number, quantity: number }> }
+
+async function createOrder (body: CreateBody, key: string): Promise<{ status: number, body: unknown }> {
+  const client = await pool.connect()
+  try {
+    await run(client, undefined, 'begin')
+    const claimed = await run(client, 'claim', STATEMENTS.claimKey, [body.customerId, key, 'fingerprint'])
+    if (claimed.rowCount === 0) {
+      await run(client, undefined, 'rollback')
+      return { status: 409, body: { message: 'key already used' } }
+    }
+    const locked = await run(client, 'lock', STATEMENTS.lockProducts, body.items.map(item => item.productId))
+    const items = body.items.map(item => {
+      const product = locked.rows.find(row => Number(row.id) === item.productId)
+      if (!product || Number(product.stock_quantity) < item.quantity) throw new Error(`product ${item.productId} cannot be ordered`)
+      const unitPrice = Number(product.price)
+      return { productId: item.productId, productName: product.name as string, quantity: item.quantity, unitPrice, lineTotal: unitPrice * item.quantity }
+    })
+    const totalAmount = items.reduce((sum, item) => sum + item.lineTotal, 0)
+    const values = items.flatMap((item, position) => [position, item.productId, item.productName, item.quantity, item.unitPrice, item.lineTotal])
+    const { rows: [order] } = await run(client, 'insert', STATEMENTS.insertOrder, [...values, body.customerId, totalAmount, '1 Bench Street'])
+    const detail = { orderId: Number(order.id), customerId: body.customerId, status: order.status, totalAmount, items, createdAt: order.created_at }
+    const location = `/api/v1/orders/${detail.orderId}`
+    await run(client, 'store', STATEMENTS.storeResponse, [JSON.stringify(detail), location, body.customerId, key])
+    await run(client, undefined, 'commit')
+    return { status: 201, body: detail }
+  } catch (error) {
+    await run(client, undefined, 'rollback').catch(() => {})
+    throw error
+  } finally {
+    client.release()
+  }
+}
+
+function send (res: http.ServerResponse, status: number, data: unknown): void {
+  const body = JSON.stringify({ success: status < 400, data: status < 400 ? data : null, error: status < 400 ? null : data })
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const BY_ID = /^\/api\/v1\/orders\/(\d+)$/
+
+const server = http.createServer((req, res) => {
+  const fail = (error: Error) => send(res, 500, { message: error.message })
+  const byId = req.method === 'GET' ? BY_ID.exec(req.url ?? '') : null
+  if (byId) {
+    run(pool, 'order', STATEMENTS.orderById, [byId[1]])
+      .then(({ rows: [order] }) => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
+    return
+  }
+  if (req.method === 'POST' && req.url === '/api/v1/orders') {
+    const chunks: Buffer[] = []
+    req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('end', () => {
+      Promise.resolve()
+        .then(() => createOrder(JSON.parse(Buffer.concat(chunks).toString()) as CreateBody, String(req.headers['idempotency-key'])))
+        .then(result => send(res, result.status, result.body), fail)
+    })
+    return
+  }
+  send(res, 404, { message: 'not found' })
+})
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  process.stdout.write('listening\n')
+})
+process.on('SIGTERM', () => server.close(() => { pool.end().finally(() => process.exit(0)) }))
