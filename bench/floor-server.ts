@@ -6,8 +6,8 @@
  *   POST /api/v1/orders        the order-creation transaction, keyed by the Idempotency-Key header;
  * and 404 to anything else. The service does all of the above on top, so the service's rate over the
  * floor's is what its own code costs, and the floor's rate over a ceiling is as far as any Node
- * service that runs these statements could get here. Spawned by bench/run.ts on 127.0.0.1:$PORT,
- * with DATABASE_URL and POOL_SIZE.
+ * service that runs these statements could get here. Spawned by bench/ceilings.ts (for bench/run.ts)
+ * on 127.0.0.1:$PORT, with DATABASE_URL and POOL_SIZE.
  */
 import http from 'node:http'
 import pg from 'pg'
@@ -75,6 +75,7 @@ const server = http.createServer((req, res) => {
   if (req.method === 'POST' && req.url === '/api/v1/orders') {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
+    req.on('error', () => res.destroy()) // a client gone mid-body: nothing to answer
     req.on('end', () => {
       Promise.resolve()
         .then(() => createOrder(JSON.parse(Buffer.concat(chunks).toString()) as CreateBody, String(req.headers['idempotency-key'])))
