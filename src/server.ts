@@ -17,8 +17,8 @@ const SHUTDOWN = 'order-service:shutdown'
  * a request allocates (pg's result rows, their Dates) live long, and allocated them straight in the
  * old generation, where they died and waited for a full collection. In two of three full benchmark
  * runs this took the resident memory to 258-278 MB, with about 40 MB of it live, and the half-load
- * p99 to 28-51 ms. In three runs with the flag off, memory peaked at 161-168 MB and that p99 was
- * 7-17 ms (bench/RESULTS.md). Set before any request is served; every worker sets it too.
+ * p99 to 28-51 ms. In three runs with pretenuring off, memory peaked at 161-168 MB and that p99
+ * was 7-17 ms (bench/RESULTS.md). Set before any request is served; every worker sets it too.
  */
 setFlagsFromString('--no-allocation-site-pretenuring')
 
