@@ -21,7 +21,9 @@ const MAX_PREPARED = 1000
  * **pg's callback form**, not its promise form. With the promise form, V8 came to allocate pg's
  * result rows and their Dates straight in the old generation ("allocation-site pretenuring"): under
  * load about 9% of all allocation went there, to die and wait for a full collection, and the
- * service's resident memory climbed to 250 MB. With callbacks it stays near 150 (bench/RESULTS.md).
+ * service's resident memory climbed to 250 MB. With callbacks it stayed near 150 (bench/RESULTS.md),
+ * in most runs: on a faster host it still happened in some, so the server now also turns that
+ * pretenuring off at start-up (src/server.ts).
  */
 export function kyselyPool (pool: pg.Pool, options: { prepare: boolean }): PostgresPool {
   const limit = options.prepare ? MAX_PREPARED : 0
