@@ -38,14 +38,17 @@ export interface PgbenchResult { tps: number, latencyMs: number, failed: number,
  * parameters. pgbench's scripts put variables or literals in their place (`pgbenchText`).
  */
 export const STATEMENTS = {
-  /** The service's detail query (src/orders/repository.ts findOrder). $1: the order's id. */
+  /**
+   * The service's detail query (src/orders/repository.ts findOrder). $1: the orders' ids, as an
+   * array: the service reads the orders that requests ask for together in one statement.
+   */
   orderById: `select o.*, coalesce((
   select json_agg(json_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
     'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
   from order_items i where i.order_id = o.id), '[]'::json) as items,
   (select p.status from payments p where p.id = o.payment_id) as payment_status
-from orders o where o.id = $1`,
+from orders o where o.id = any($1::bigint[])`,
   /** Claim a fresh idempotency key. $1 member, $2 key, $3 fingerprint. */
   claimKey: `insert into idempotency_keys (member_id, method, path, key, fingerprint, expires_at)
   values ($1, 'POST', '/api/v1/orders', $2, $3, now() + interval '1 day')
@@ -85,10 +88,10 @@ function pgbenchText (statement: string, args: readonly string[]): string {
   return statement.replace(/\$(\d+)/g, (_, n: string) => args[Number(n) - 1]!) + ';'
 }
 
-/** The by-id read, for a random seeded order. */
+/** The by-id read, for a random seeded order (one id per statement). */
 export function getByIdScript (orders: number): string {
   return `\\set id random(1, ${orders})
-${pgbenchText(STATEMENTS.orderById, [':id'])}
+${pgbenchText(STATEMENTS.orderById, ['array[:id]'])}
 `
 }
 

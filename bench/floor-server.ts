@@ -2,7 +2,8 @@
  * The floor of a Node service on this machine: node:http and pg running the statements pgbench runs
  * (bench/ceilings.ts STATEMENTS), and nothing else: no framework, authentication, validation, query
  * builder, metrics or logging. It answers
- *   GET  /api/v1/orders/{id}   the by-id read;
+ *   GET  /api/v1/orders/{id}   the by-id read (reads asked for together share one statement, as in
+ *                              the service: src/db/coalesce.ts);
  *   POST /api/v1/orders        the order-creation transaction, keyed by the Idempotency-Key header;
  * and 404 to anything else. The service does all of the above on top, so the service's rate over the
  * floor's is what its own code costs, and the floor's rate over a ceiling is as far as any Node
@@ -11,6 +12,7 @@
  */
 import http from 'node:http'
 import pg from 'pg'
+import { coalesce } from '../src/db/coalesce.js'
 import { STATEMENTS } from './ceilings.js'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) })
@@ -21,6 +23,11 @@ function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: s
     client.query({ name, text, values }, (error: Error | undefined, result: pg.QueryResult) => error ? reject(error) : resolve(result))
   })
 }
+
+const readOrder = coalesce(async (ids: string[]) => {
+  const { rows } = await run(pool, 'order', STATEMENTS.orderById, [ids])
+  return new Map(rows.map(row => [String(row.id), row]))
+})
 
 interface CreateBody { customerId: number, items: Array<{ productId: number, quantity: number }> }
 
@@ -68,8 +75,8 @@ const server = http.createServer((req, res) => {
   const fail = (error: Error) => send(res, 500, { message: error.message })
   const byId = req.method === 'GET' ? BY_ID.exec(req.url ?? '') : null
   if (byId) {
-    run(pool, 'order', STATEMENTS.orderById, [byId[1]])
-      .then(({ rows: [order] }) => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
+    readOrder(byId[1]!)
+      .then(order => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
     return
   }
   if (req.method === 'POST' && req.url === '/api/v1/orders') {

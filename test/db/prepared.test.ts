@@ -15,7 +15,7 @@ interface Prepared { statement: string, calls: number }
  */
 describe('prepared statements [postgres]', { skip: process.env.TEST_DATABASE_URL ? false : 'needs TEST_DATABASE_URL' }, () => {
   let database: DatabaseHandle & { url?: string }
-  let seeded: { orderId: number, headers: { authorization: string } }
+  let seeded: { orderId: number, secondId: number, othersId: number, headers: { authorization: string } }
 
   before(async () => {
     database = await createTestDatabase('postgres')
@@ -25,7 +25,9 @@ describe('prepared statements [postgres]', { skip: process.env.TEST_DATABASE_URL
     const product = await api.product(admin)
     const member = await api.member()
     const order = await api.order(member, [{ productId: product.productId, quantity: 1 }])
-    seeded = { orderId: order.orderId, headers: member.headers }
+    const second = await api.order(member, [{ productId: product.productId, quantity: 2 }])
+    const others = await api.order(await api.member('other'), [{ productId: product.productId, quantity: 3 }])
+    seeded = { orderId: order.orderId, secondId: second.orderId, othersId: others.orderId, headers: member.headers }
     await app.close()
   })
   after(async () => { await database?.close() })
@@ -51,6 +53,30 @@ describe('prepared statements [postgres]', { skip: process.env.TEST_DATABASE_URL
       const statements = await orderStatements(app)
       assert.equal(statements.length, 1, JSON.stringify(statements))
       assert.equal(statements[0]!.calls, 3)
+    } finally {
+      await app.close()
+    }
+  })
+
+  it('reads the orders that requests ask for together in one statement, and answers each request for itself', async () => {
+    const app = await appWith({})
+    try {
+      const ids = [seeded.orderId, seeded.secondId, seeded.orderId, seeded.othersId, 999_999_999]
+      const answers = await Promise.all(ids.map(id => app.inject({ url: `/api/v1/orders/${id}`, headers: seeded.headers })))
+      assert.deepEqual(answers.map(res => res.statusCode), [200, 200, 200, 403, 404])
+      assert.deepEqual(answers.slice(0, 3).map(res => [res.json().data.orderId, res.json().data.items[0].quantity]),
+        [[seeded.orderId, 1], [seeded.secondId, 2], [seeded.orderId, 1]])
+      assert.equal(answers[3]!.json().error.code, 'ACCESS_DENIED')
+      assert.equal(answers[4]!.json().error.code, 'ORDER_NOT_FOUND')
+      const statements = await orderStatements(app)
+      assert.equal(statements.length, 1, JSON.stringify(statements))
+      assert.equal(statements[0]!.calls, 1, 'five requests, one statement')
+
+      // Requests that come one after another each get their own.
+      for (const id of [seeded.orderId, seeded.secondId]) {
+        assert.equal((await app.inject({ url: `/api/v1/orders/${id}`, headers: seeded.headers })).statusCode, 200)
+      }
+      assert.equal((await orderStatements(app))[0]!.calls, 3)
     } finally {
       await app.close()
     }

@@ -212,6 +212,30 @@ describeEachBackend('order lifecycle', (ctx) => {
     assert.deepEqual(cancelled.json().data.allowedActions, ['delete'])
   })
 
+  it('answers concurrent GETs of several orders each for its own caller (they share one read)', async () => {
+    const a = await orderIn('PLACED')
+    const deleted = await orderIn('DELETED')
+    const stranger = await ctx.api.member('stranger')
+    const missing = '/api/v1/orders/9223372036854775807'
+    const asked = [
+      [a.url, a.owner], [a.url, a.admin], [a.url, stranger], [deleted.url, deleted.owner], [deleted.url, deleted.admin],
+      [missing, a.owner], [`${a.url}/items`, a.owner], [`${deleted.url}/history`, deleted.admin],
+    ] as const
+    const [owner, admin, denied, hidden, shown, notFound, items, history] = await Promise.all(asked.map(([url, who]) => get(url, who)))
+    assert.equal(owner!.statusCode, 200)
+    assert.equal(owner!.json().data.orderId, a.id)
+    assert.deepEqual(owner!.json().data.allowedActions, ['confirm', 'cancel', 'delete'])
+    assert.equal(admin!.statusCode, 200)
+    assert.deepEqual(admin!.json().data.allowedActions, ['cancel', 'delete'])
+    assertError(denied!, { code: 'ACCESS_DENIED', instance: a.url, detail: 'Only the owner of this order or an admin may do this.' })
+    assertError(hidden!, { code: 'ORDER_NOT_FOUND', instance: deleted.url, detail: `Order ${deleted.id} does not exist.` })
+    assert.equal(shown!.statusCode, 200)
+    assert.equal(shown!.json().data.status, 'DELETED')
+    assertError(notFound!, { code: 'ORDER_NOT_FOUND', instance: missing, detail: 'Order 9223372036854775807 does not exist.' })
+    assert.deepEqual(items!.json().data, owner!.json().data.items)
+    assert.deepEqual(history!.json().data.map((h: { action: string }) => h.action), ['create'])
+  })
+
   it('answers /items with the items of the detail', async () => {
     const o = await orderIn('PLACED')
     const items = await get(`${o.url}/items`, o.owner)
