@@ -116,6 +116,20 @@ describeEachBackend('authentication and roles', (ctx) => {
     assert.equal(res.statusCode, 404)
   })
 
+  it('refuses a token it has accepted once the token expires', async () => {
+    const member = await ctx.api.member()
+    const expiresAt = Math.floor(Date.now() / 1000) + 2
+    const token = await new SignJWT({ role: 'USER', sid: 'session' }).setProtectedHeader({ alg: 'HS256' })
+      .setSubject(String(member.id)).setIssuer('order-service').setExpirationTime(expiresAt).sign(key)
+    const headers = { authorization: `Bearer ${token}` }
+    assert.equal((await ctx.api.inject({ url: '/api/v1/orders', headers })).statusCode, 200)
+    assert.equal((await ctx.api.inject({ url: '/api/v1/orders', headers })).statusCode, 200)
+    await new Promise(resolve => setTimeout(resolve, expiresAt * 1000 - Date.now() + 50))
+    const expired = await ctx.api.inject({ url: '/api/v1/orders', headers })
+    assertError(expired, { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail: 'The access token has expired.' })
+    assert.equal(expired.headers['www-authenticate'], 'Bearer realm="order-service", error="invalid_token"')
+  })
+
   it('ignores an invalid credential on a public path', async () => {
     const admin = await ctx.api.admin()
     const product = await ctx.api.product(admin)
