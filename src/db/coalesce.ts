@@ -7,8 +7,8 @@
  *
  * At most `maxKeys` keys go to one call (default 500); callers beyond that start the next batch.
  * `load` answers the keys it found, by key; a key it leaves out resolves to `undefined`. If it fails,
- * every caller of that batch gets the error. Callers with the same key get the same value, so values
- * must be treated as read-only.
+ * every caller of that batch gets the error (and no other batch's). Callers with the same key get
+ * the same value, so values must be treated as read-only.
  *
  *   const findUser = coalesce(keys => db.selectFrom('users').selectAll().where('id', 'in', keys).execute()
  *     .then(rows => new Map(rows.map(row => [String(row.id), row]))))
@@ -17,13 +17,15 @@ export function coalesce<V> (
   load: (keys: string[]) => Promise<Map<string, V>>,
   { maxKeys = 500 }: { maxKeys?: number } = {}
 ): (key: string) => Promise<V | undefined> {
+  if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new RangeError(`maxKeys must be a positive integer, not ${maxKeys}`)
   let batch: Map<string, Array<Waiter<V>>> | undefined
 
   const run = (waiting: Map<string, Array<Waiter<V>>>) => {
     if (batch === waiting) batch = undefined
     Promise.resolve([...waiting.keys()]).then(load).then(found => {
       for (const [key, waiters] of waiting) for (const waiter of waiters) waiter.resolve(found.get(key))
-    }, error => {
+    }).catch(error => {
+      // Settles whoever is left (resolving again after a rejection, or the reverse, does nothing).
       for (const waiters of waiting.values()) for (const waiter of waiters) waiter.reject(error)
     })
   }
@@ -38,7 +40,7 @@ export function coalesce<V> (
     if (waiters) waiters.push({ resolve, reject })
     else batch.set(key, [{ resolve, reject }])
     // A full batch leaves; the next caller in this turn starts another.
-    if (batch.size === maxKeys) batch = undefined
+    if (batch.size >= maxKeys) batch = undefined
   })
 }
 

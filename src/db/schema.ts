@@ -27,6 +27,12 @@ export interface Database {
 export type Db = Kysely<Database>
 export type Tx = Transaction<Database>
 
+/** PostgreSQL's largest bigint, and so the largest id a path may name. */
+const MAX_ID = 9223372036854775807n
+
+/** Whether `text` is an id as paths write it: digits without a leading zero, 1 to 2^63−1 (CONTRACT §1). */
+export const isId64 = (text: string): boolean => /^[1-9]\d{0,18}$/.test(text) && BigInt(text) <= MAX_ID
+
 /**
  * A path id as a bigint parameter. Path ids are validated digits up to 2^63−1, which may exceed
  * what a JS number holds exactly, so they travel to PostgreSQL as text and are cast there.

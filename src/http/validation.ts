@@ -2,12 +2,12 @@ import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import { isId64 } from '../db/schema.js'
 import { ApiError, type InvalidParam } from './errors.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
 const addFormats = addFormatsModule.default
 
-const MAX_ID = 9223372036854775807n
 const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/
 
 /** RFC 3339 `date-time` with a real calendar date and clock time (no 30 February, no hour 24). */
@@ -23,7 +23,7 @@ function isTimestamp (value: string): boolean {
 function withFormats (ajv: Ajv): Ajv {
   addFormats(ajv, ['email', 'date-time', 'uri', 'uuid'])
   // Path ids: `^[1-9][0-9]*$` and within PostgreSQL's bigint (CONTRACT §1).
-  ajv.addFormat('id64', { type: 'string', validate: (s: string) => /^[1-9]\d{0,18}$/.test(s) && BigInt(s) <= MAX_ID })
+  ajv.addFormat('id64', { type: 'string', validate: isId64 })
   // Timestamps in queries: RFC 3339 with `Z` or an explicit offset, nothing else (CONTRACT §1).
   ajv.addFormat('timestamp', { type: 'string', validate: isTimestamp })
   return ajv

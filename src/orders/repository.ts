@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
-import { idValue, type Database, type Db, type Tx } from '../db/schema.js'
+import { idValue, isId64, type Database, type Db, type Tx } from '../db/schema.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { Role } from '../members/schemas.js'
 import type { PaymentStatus } from '../payments/schemas.js'
@@ -19,26 +19,32 @@ const itemsJson = sql<OrderItem[]>`coalesce((
 /** The status of the order's payment, if it has one (delivery depends on it). */
 const paymentStatus = sql<PaymentStatus | null>`(select p.status from payments p where p.id = orders.payment_id)`
 
-const MAX_ID = 2n ** 63n - 1n
 const orderReaders = new WeakMap<Db, (id: string) => Promise<OrderWithItems | undefined>>()
 
+/** The orders with these ids (bigint text), by id. */
+async function readOrders (db: Db, ids: string[]): Promise<Map<string, OrderWithItems>> {
+  const rows = await db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
+    .where('id', '=', sql<number>`any(cast(${ids} as bigint[]))`).execute()
+  return new Map(rows.map(row => [String(row.id), row]))
+}
+
 /**
- * The order with its items, or `undefined`. Reads made in the same turn of the event loop share one
- * statement (`coalesce`): under load this about halves what a `GET /orders/{id}` costs.
+ * The order with its items, or `undefined`. Outside a transaction, the reads asked for in the same
+ * turn of the event loop share one statement (`coalesce`), which under load more than halves what a
+ * `GET /orders/{id}` costs; they also share its failure, and callers asking for the same order get
+ * the same (read-only) row. An id that is not a bigint is answered here, before it can join a
+ * statement and fail it for the others.
  */
 export function findOrder (db: Db, id: string | number): Promise<OrderWithItems | undefined> {
-  const key = BigInt(id)
-  if (key < 1n || key > MAX_ID) return Promise.resolve(undefined)
+  const key = String(id)
+  if (!isId64(key)) return Promise.resolve(undefined)
+  if (db.isTransaction) return readOrders(db, [key]).then(found => found.get(key))
   let read = orderReaders.get(db)
   if (!read) {
-    read = coalesce(async ids => {
-      const rows = await db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
-        .where('id', '=', sql<number>`any(cast(${ids} as bigint[]))`).execute()
-      return new Map(rows.map(row => [String(row.id), row]))
-    })
+    read = coalesce(ids => readOrders(db, ids))
     orderReaders.set(db, read)
   }
-  return read(key.toString())
+  return read(key)
 }
 
 /** Locks the order row for the rest of the transaction. */

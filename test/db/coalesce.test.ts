@@ -49,6 +49,27 @@ describe('coalesce', () => {
     assert.equal(await read('a'), 'a')
   })
 
+  it('fails only the batch whose call failed when one turn holds several', async () => {
+    const read = coalesce(async (keys: string[]) => {
+      if (keys.includes('bad')) throw new Error('connection lost')
+      return new Map(keys.map(key => [key, key]))
+    }, { maxKeys: 2 })
+    const results = await Promise.allSettled(['a', 'bad', 'c', 'd'].map(read))
+    assert.deepEqual(results.map(result => result.status === 'fulfilled' ? result.value : (result.reason as Error).message),
+      ['connection lost', 'connection lost', 'c', 'd'])
+  })
+
+  it('settles every caller even when load answers something that is not a map', async () => {
+    const read = coalesce(async () => undefined as unknown as Map<string, string>)
+    await assert.rejects(Promise.all([read('a'), read('b')]), TypeError)
+  })
+
+  it('refuses a maxKeys that is not a positive integer', () => {
+    for (const maxKeys of [0, -1, 1.5]) {
+      assert.throws(() => coalesce(async () => new Map(), { maxKeys }), { name: 'RangeError', message: `maxKeys must be a positive integer, not ${maxKeys}` })
+    }
+  })
+
   it('turns a load that throws before its promise into a rejection', async () => {
     const read = coalesce((): Promise<Map<string, string>> => { throw new Error('bad statement') })
     await assert.rejects(read('a'), /bad statement/)

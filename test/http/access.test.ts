@@ -116,14 +116,20 @@ describeEachBackend('authentication and roles', (ctx) => {
     assert.equal(res.statusCode, 404)
   })
 
-  it('refuses a token it has accepted once the token expires', async () => {
+  it('refuses a token it has accepted once the token expires, and the same claims under another signature', async () => {
     const member = await ctx.api.member()
-    const expiresAt = Math.floor(Date.now() / 1000) + 2
+    const expiresAt = Math.floor(Date.now() / 1000) + 3
     const token = await new SignJWT({ role: 'USER', sid: 'session' }).setProtectedHeader({ alg: 'HS256' })
       .setSubject(String(member.id)).setIssuer('order-service').setExpirationTime(expiresAt).sign(key)
     const headers = { authorization: `Bearer ${token}` }
     assert.equal((await ctx.api.inject({ url: '/api/v1/orders', headers })).statusCode, 200)
     assert.equal((await ctx.api.inject({ url: '/api/v1/orders', headers })).statusCode, 200)
+    // Accepted tokens are remembered by their whole text: the same header and payload signed with another key are not.
+    const forged = await new SignJWT({ role: 'USER', sid: 'session' }).setProtectedHeader({ alg: 'HS256' })
+      .setSubject(String(member.id)).setIssuer('order-service').setExpirationTime(expiresAt).sign(new TextEncoder().encode('y'.repeat(40)))
+    assert.equal(forged.split('.').slice(0, 2).join('.'), token.split('.').slice(0, 2).join('.'))
+    assertError(await ctx.api.inject({ url: '/api/v1/orders', headers: { authorization: `Bearer ${forged}` } }),
+      { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail: 'The access token is invalid.' })
     await new Promise(resolve => setTimeout(resolve, expiresAt * 1000 - Date.now() + 50))
     const expired = await ctx.api.inject({ url: '/api/v1/orders', headers })
     assertError(expired, { code: 'UNAUTHORIZED', instance: '/api/v1/orders', detail: 'The access token has expired.' })
