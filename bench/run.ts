@@ -441,7 +441,7 @@ async function main () {
 
   log(`pgbench: GET-by-id statement, ${POOL_SIZE} clients, ${SECONDS} s`)
   const pgGet = await runPgbench(DATABASE_URL, getByIdScript(SIZES.orders), { clients: POOL_SIZE, threads: 2, seconds: SECONDS })
-  rows.push({ scenario: 'pgbench: order by id with items (PG ceiling)', rps: pgGet.tps, errors: pgGet.failed, note: `avg latency ${pgGet.latencyMs} ms, ${POOL_SIZE} clients` })
+  rows.push({ scenario: 'pgbench: order by id with items (PG, one read per statement)', rps: pgGet.tps, errors: pgGet.failed, note: `avg latency ${pgGet.latencyMs} ms, ${POOL_SIZE} clients; the service and the floor share statements between reads` })
   log(`  ${pgGet.tps.toFixed(0)} tps`)
 
   // The floor: node:http and pg running pgbench's statements, nothing else (bench/floor-server.ts).
