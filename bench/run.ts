@@ -210,9 +210,10 @@ async function load (name: string, url: string, requests: Requests | undefined, 
  * waits: that measures bursts at full speed, not a steady half load.)
  *
  * Like every scenario, the first WARM_UP seconds of the schedule are sent but not measured. The
- * service's latency rises for about a second after each step up in load: in the service's own access
- * log, requests took 20–30 ms inside it for the first 0.8 s of a run and 1–3 ms after (bench/RESULTS.md).
- * The warm-up's p99 and worst latency are returned too, so that the table still shows that step.
+ * start of a run is slow: partly this generator's own start, its catching up and its new connections
+ * (a bare server shows it too), partly the service, most right after a full-speed run
+ * (bench/RESULTS.md). The warm-up's p99 and worst latency are returned too, so that the table still
+ * shows it.
  */
 async function steady (name: string, base: string, requests: autocannon.Request[], rate: number, pid: number): Promise<{ row: Row, lag: number, warmUp: { p99: number, max: number } }> {
   log(`${name}: ${WARM_UP} s warm-up, then ${SECONDS} s at ${rate} req/s, open loop`)
