@@ -13,6 +13,7 @@
 import http from 'node:http'
 import pg from 'pg'
 import { coalesce } from '../src/db/coalesce.js'
+import { isId64 } from '../src/db/schema.js'
 import { STATEMENTS } from './ceilings.js'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) })
@@ -75,8 +76,9 @@ const server = http.createServer((req, res) => {
   const fail = (error: Error) => send(res, 500, { message: error.message })
   const byId = req.method === 'GET' ? BY_ID.exec(req.url ?? '') : null
   if (byId) {
-    readOrder(byId[1]!)
-      .then(order => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
+    // As in the service, an id that is not a bigint is answered alone, not sent to fail a shared statement.
+    const found = isId64(byId[1]!) ? readOrder(byId[1]!) : Promise.resolve(undefined)
+    found.then(order => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
     return
   }
   if (req.method === 'POST' && req.url === '/api/v1/orders') {
