@@ -1,8 +1,9 @@
-import type { Db } from '../db/schema.js'
+import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../http/errors.js'
 import { ordersCancelled } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
+import { lockPayment } from '../payments/repository.js'
 import { openPayment, settlePayment } from '../payments/service.js'
 import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
@@ -53,6 +54,19 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
 }
 
 /**
+ * Delivery depends on the payment's status, which a refund changes under the payment's lock only.
+ * Before a delivery is decided, the payment is locked too and its status read again: a full refund
+ * in progress is waited for, and its REFUNDED then refuses the delivery. (Order, then payment: the
+ * order in which a cancel takes them, and refunds take the payment alone, so no deadlock.)
+ */
+async function withLockedPayment (trx: Tx, order: OrderWithItems, request: OrderChangeRequest): Promise<OrderWithItems> {
+  const target = request.verb ? VERB_TARGET[request.verb] : request.status
+  if (target !== 'DELIVERED' || order.status === 'DELIVERED' || order.payment_id === null) return order
+  const payment = await lockPayment(trx, order.payment_id)
+  return { ...order, payment_status: payment?.status ?? null }
+}
+
+/**
  * Applies a change to an order in one transaction, in the contract's order of checks: visible (404),
  * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400).
  * Side effects happen in the same transaction: confirm opens the order's payment; a cancel or
@@ -63,9 +77,10 @@ export async function changeOrder (
   db: Db, provider: PaymentProvider, principal: Principal, id: string, request: OrderChangeRequest
 ): Promise<OrderWithItems> {
   return db.transaction().execute(async (trx) => {
-    const order = await lockOrder(trx, id)
-    assertVisible(order, principal, id)
-    assertIfMatch(order, request.ifMatch)
+    const locked = await lockOrder(trx, id)
+    assertVisible(locked, principal, id)
+    assertIfMatch(locked, request.ifMatch)
+    const order = await withLockedPayment(trx, locked, request)
     const verb = resolveVerb(order, principal, request)
 
     const shippingAddress = request.shippingAddress === undefined ? order.shipping_address : request.shippingAddress

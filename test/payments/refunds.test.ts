@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { beforeEach, it } from 'node:test'
+import { sql } from 'kysely'
 import { simulatedProvider, type PaymentProvider } from '../../src/payments/provider.js'
 import type { PaymentStatus } from '../../src/payments/schemas.js'
-import { assertError, describeEachBackend, type Api } from '../helper.js'
+import { assertError, describeEachBackend, waitFor, type Api } from '../helper.js'
 import {
   BODY_INVALID, UNAUTHENTICATED, assertPayment, completedPayment, get, patch, paymentIn, paymentOf, refund, type Confirmed, type Fields,
 } from './fixtures.js'
@@ -271,3 +272,57 @@ describeEachBackend('payment refunds with a provider that cannot refund', (ctx) 
     assert.equal(await ctx.api.stockOf(o.productId), 10)
   })
 }, { build: { paymentProvider: refusingRefunds } })
+
+/** A refund that stops at the provider until the test lets it go on. */
+function refundGate () {
+  let reach!: () => void
+  let open!: () => void
+  const reached = new Promise<void>(resolve => { reach = resolve })
+  const opened = new Promise<void>(resolve => { open = resolve })
+  return { reached, reach, opened, open }
+}
+let gate: ReturnType<typeof refundGate> | undefined
+const gatedRefunds: PaymentProvider = {
+  ...simulated,
+  async refund (request) {
+    const held = gate
+    gate = undefined
+    if (held) {
+      held.reach()
+      await held.opened
+    }
+    return simulated.refund(request)
+  },
+}
+
+describeEachBackend('delivery racing a full refund', (ctx) => {
+  it('a delivery asked for while a full refund is at the provider waits for it, then is refused: the payment is REFUNDED', async () => {
+    const o = await paymentIn(ctx.api, 'COMPLETED')
+    const held = gate = refundGate()
+    const refunding = refund(ctx.api, o)
+    await held.reached // the refund holds the payment's lock, its transaction still open
+    const url = `/api/v1/admin/orders/${o.orderId}`
+    let answered = false
+    const delivering = patch(ctx.api, url, o.admin, { status: 'DELIVERED' }).finally(() => { answered = true })
+    // On PostgreSQL the delivery must reach the payment's lock and wait there (before the fix it read
+    // the payment unlocked, saw COMPLETED and committed DELIVERED). PGlite runs one transaction at a time.
+    if (ctx.backend === 'postgres') {
+      await waitFor(async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock'`.execute(ctx.api.app.db)
+        return answered || rows[0]!.n > 0
+      })
+    } else {
+      await new Promise(resolve => setTimeout(resolve, 50))
+    }
+    held.open()
+
+    assertPayment(await refunding, refunded(o, 1000))
+    assertError(await delivering, {
+      code: 'INVALID_ORDER_STATUS',
+      instance: url,
+      detail: 'Cannot deliver an order that is CONFIRMED: its payment is REFUNDED; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.',
+    })
+    assert.equal((await adminOrderOf(ctx.api, o)).status, 'CONFIRMED')
+  })
+}, { build: { paymentProvider: gatedRefunds } })
