@@ -3,11 +3,14 @@ import { unauthorized, type Principal } from '../http/access.js'
 import { ApiError } from '../http/errors.js'
 import { verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
 import { findMemberByEmail } from '../members/repository.js'
+import type { MemberRow } from '../members/table.js'
 import type { Identity } from './identity.js'
 import type { LoginBody, TokenPair } from './schemas.js'
 import { REFRESH_TOKEN_TTL_SECONDS, revokeSessions, rotateRefreshToken, startSession } from './sessions.js'
 
 type Deps = Pick<Identity, 'tokens' | 'revocations' | 'loginFailures'>
+
+const WRONG_CREDENTIALS = 'The email or password is incorrect.'
 
 async function tokenPair (deps: Deps, member: { id: number, role: Principal['role'] }, sessionId: string, refreshToken: string): Promise<TokenPair> {
   const access = await deps.tokens.issue(member, sessionId)
@@ -29,11 +32,19 @@ export async function login (db: Db, deps: Deps, body: LoginBody): Promise<Token
   await deps.loginFailures.begin(email)
   const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
-  if (!member || !valid) throw unauthorized('The email or password is incorrect.', false)
+  if (!member || !valid) throw unauthorized(WRONG_CREDENTIALS, false)
   await deps.loginFailures.succeeded(email)
-  if (member.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
-  const session = await startSession(db, member.id)
-  return tokenPair(deps, member, session.sessionId, session.refreshToken)
+  const assertMayLogIn = (current: MemberRow) => {
+    if (current.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
+  }
+  assertMayLogIn(member)
+  // The password was checked against the row read before hashing; the session opens only if the member
+  // still has that password and may still log in. The token carries the role the member has now.
+  const session = await startSession(db, member.id, (current) => {
+    if (current.password_hash !== member.password_hash) throw unauthorized(WRONG_CREDENTIALS, false)
+    assertMayLogIn(current)
+  })
+  return tokenPair(deps, session.member, session.sessionId, session.refreshToken)
 }
 
 /** Rotates the refresh token; a spent token presented again revokes its whole session. */

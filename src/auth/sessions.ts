@@ -16,12 +16,22 @@ async function issueRefreshToken (trx: Tx, sessionId: string): Promise<string> {
   return token
 }
 
-/** A new session for a member who just proved who they are; returns its id and first refresh token. */
-export function startSession (db: Db, memberId: number): Promise<{ sessionId: string, refreshToken: string }> {
+/**
+ * A new session for a member who just proved who they are; returns its id, its first refresh token
+ * and the member as they are now. The member's row is read again under a share lock in the same
+ * transaction, and `check` may refuse it: a suspension, role change or new password that commits
+ * while a login is hashing would otherwise miss the session the login then opens. With the lock,
+ * such a change either committed first (and `check` sees it) or waits for this session and revokes it.
+ */
+export function startSession (
+  db: Db, memberId: number, check: (current: MemberRow) => void
+): Promise<{ sessionId: string, refreshToken: string, member: MemberRow }> {
   return db.transaction().execute(async (trx) => {
+    const member = await trx.selectFrom('members').selectAll().where('id', '=', memberId).forShare().executeTakeFirstOrThrow()
+    check(member)
     const sessionId = randomUUID()
     await trx.insertInto('sessions').values({ id: sessionId, member_id: memberId, revoked_at: null, revoke_reason: null }).execute()
-    return { sessionId, refreshToken: await issueRefreshToken(trx, sessionId) }
+    return { sessionId, refreshToken: await issueRefreshToken(trx, sessionId), member }
   })
 }
 

@@ -123,3 +123,74 @@ describeEachBackend('sessions: refresh and logout', (ctx) => {
     await waitFor(async () => (await me(member)).statusCode === 200)
   })
 }, { build: { revocationPollMs: 50 } })
+
+describeEachBackend('sessions: a login racing a change that ends sessions', (ctx) => {
+  // A login checks the password against the member row it read before hashing, which takes tens of
+  // milliseconds. Each change below commits at a different moment of that hashing. Whatever the
+  // moment, the login must either see the change or open a session that the change then revokes.
+  const MOMENTS_MS = [0, 2, 4, 8, 12, 16, 24, 32, 48]
+  const login = (email: string, password = 'correct horse') =>
+    ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } })
+  const asToken = (token: string, url: string) => ctx.api.inject({ url, headers: { authorization: `Bearer ${token}` } })
+  const adminPatch = (admin: Member, id: number, payload: object) =>
+    ctx.api.inject({ method: 'PATCH', url: `/api/v1/admin/members/${id}`, headers: admin.headers, payload })
+  const refresh = (refreshToken: string) => ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken } })
+  const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
+
+  it('a suspension: the login is refused, or its session is revoked and stays so after reinstatement', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member('racer')
+    for (const moment of MOMENTS_MS) {
+      const pending = login(member.email)
+      await sleep(moment)
+      assert.equal((await adminPatch(admin, member.id, { status: 'SUSPENDED' })).statusCode, 200)
+      const res = await pending
+      assert.equal((await adminPatch(admin, member.id, { status: 'ACTIVE' })).statusCode, 200)
+      if (res.statusCode === 403) {
+        assertError(res, { code: 'ACCOUNT_SUSPENDED', instance: '/api/v1/auth/login', detail: 'This account is suspended.' })
+        continue
+      }
+      assert.equal(res.statusCode, 201, res.body)
+      const pair = res.json().data
+      assert.equal((await refresh(pair.refreshToken)).statusCode, 401, `a login started ${moment} ms before the suspension kept its session`)
+      assert.equal((await asToken(pair.accessToken, '/api/v1/members/me')).statusCode, 401)
+    }
+  })
+
+  it('a demotion: the login gets a USER token, or an ADMIN one whose session is revoked', async () => {
+    const admin = await ctx.api.admin()
+    const other = await ctx.api.member('second-admin')
+    for (const moment of MOMENTS_MS) {
+      assert.equal((await adminPatch(admin, other.id, { role: 'ADMIN' })).statusCode, 200)
+      const pending = login(other.email)
+      await sleep(moment)
+      assert.equal((await adminPatch(admin, other.id, { role: 'USER' })).statusCode, 200)
+      const res = await pending
+      assert.equal(res.statusCode, 201, res.body)
+      const admins = await asToken(res.json().data.accessToken, '/api/v1/admin/members')
+      assert.ok([401, 403].includes(admins.statusCode), `a login started ${moment} ms before the demotion still passes admin routes`)
+    }
+  })
+
+  it('a password change: no session opened with the old password outlives it', async () => {
+    let password = 'correct horse'
+    const member = await ctx.api.member('victim')
+    for (const moment of MOMENTS_MS) {
+      const next = `${password}!`
+      const change = ctx.api.inject({
+        method: 'PATCH',
+        url: '/api/v1/members/password/change',
+        headers: member.headers,
+        payload: { currentPassword: password, newPassword: next },
+      })
+      await sleep(moment)
+      const [changed, res] = await Promise.all([change, login(member.email, password)])
+      assert.equal(changed.statusCode, 200, changed.body)
+      password = next
+      if (res.statusCode === 401) continue // it saw the new password
+      assert.equal(res.statusCode, 201, res.body)
+      assert.equal((await asToken(res.json().data.accessToken, '/api/v1/members/me')).statusCode, 401,
+        `a login with the old password ${moment} ms into the change kept its session`)
+    }
+  })
+})
