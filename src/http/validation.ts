@@ -97,9 +97,9 @@ const PARTS: Record<SchemaErrorDataVar, string> = {
 
 /** Fastify's schemaErrorFormatter: every validation failure becomes a 400 VALIDATION_FAILED. */
 export function schemaErrorFormatter (errors: FastifySchemaValidationError[], part: SchemaErrorDataVar): Error {
-  const invalidParams = toInvalidParams(errors, part)
-  if (part === 'body' && invalidParams.length === 1 && invalidParams[0]!.field === '') {
+  if (part === 'body' && errors.some(error => error.instancePath === '' && error.keyword === 'type')) {
     return new ApiError('MALFORMED_REQUEST', 'The request body must be a JSON object.')
   }
+  const invalidParams = toInvalidParams(errors, part)
   return new ApiError('VALIDATION_FAILED', `The ${PARTS[part]} has invalid parameters.`, { invalidParams })
 }

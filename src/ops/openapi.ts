@@ -1,10 +1,17 @@
 import swagger from '@fastify/swagger'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { ErrorEnvelope, ProblemSchema } from '../http/schemas.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 const EmptyQuery = Type.Object({}, { additionalProperties: false })
+const EmptyBody = Type.Object({}, { additionalProperties: false, description: 'No fields: send no body, or `{}`' })
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH'])
+
+/** An optional body left out is validated as `{}` (a JSON `null` is still a malformed body). */
+const absentBodyIsEmpty = async (request: FastifyRequest) => {
+  if (request.body === undefined) request.body = {}
+}
 
 /** The description of each success status, for routes that do not give their own. */
 const SUCCESS: Record<string, string> = {
@@ -26,7 +33,8 @@ const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
  * The OpenAPI 3.1 document is generated from the route schemas that validate requests, so the two
  * cannot drift. Every route also gets, from one place: the error envelope for its 4xx/5xx answers,
  * the security its access rule implies, and (under /api) a query schema that refuses unknown
- * parameters when the route declares none.
+ * parameters when the route declares none, and for a POST, PUT or PATCH that declares no body, an
+ * optional empty one that refuses any field (CONTRACT §1: unknown body fields are rejected).
  */
 export async function registerOpenApi (app: FastifyInstance): Promise<void> {
   app.addSchema(ProblemSchema)
@@ -42,6 +50,13 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     response['5xx'] ??= errorResponse('A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After')
     schema.response = response
     if (route.url.startsWith('/api/') && schema.querystring === undefined) schema.querystring = EmptyQuery
+    // A route that declares no body takes none: a field sent anyway is refused like any unknown field.
+    const takesBody = [route.method].flat().some(method => BODY_METHODS.has(method))
+    if (route.url.startsWith('/api/') && takesBody && schema.body === undefined && schema.hide !== true) {
+      schema.body = EmptyBody
+      schema[OPTIONAL_BODY] = true
+    }
+    if (schema[OPTIONAL_BODY] === true) route.preValidation = [absentBodyIsEmpty, ...[route.preValidation ?? []].flat()]
     if (schema.security === undefined) {
       // Either credential will do: a bearer access token or an API key.
       schema.security = route.config?.access === 'public' ? [] : CREDENTIALS

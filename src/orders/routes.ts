@@ -113,10 +113,14 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
         summary,
         description: 'No request body. Applying a verb to an order already in its target state changes nothing.',
         params: IdParams,
+        headers: IfMatchHeaders,
         response: { 200: Envelope(Type.Null()) },
       },
     }, async (request) => {
-      await changeOrder(app.db, paymentProvider, principalOf(request), request.params.id, { verb })
+      await changeOrder(app.db, paymentProvider, principalOf(request), request.params.id, {
+        verb,
+        ifMatch: request.headers['if-match'],
+      })
       return ok(null)
     })
   }

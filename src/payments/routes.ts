@@ -59,10 +59,6 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
 
   app.patch('/api/v1/payments/:id/refund', {
     config: { access: 'admin' },
-    // The body is optional: none at all means a full refund (a JSON null is still a malformed body).
-    preValidation: async (request) => {
-      if (request.body === undefined) request.body = {}
-    },
     schema: {
       tags,
       operationId: 'refundPayment',
@@ -71,6 +67,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
       params: IdParams,
       headers: CreateOrderHeaders,
       body: RefundPaymentBody,
+      // The body is optional: none at all means a full refund (a JSON null is still a malformed body).
       'x-optional-body': true,
       response: { 200: Envelope(Payment) },
     },

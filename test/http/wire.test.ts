@@ -118,6 +118,30 @@ describeEachBackend('wire rules', (ctx) => {
     })
   })
 
+  it('names an unknown body field even when its name is empty', async () => {
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: { email: 'e@example.com', password: 'long enough', name: 'E', '': 1 },
+    })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/members',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: '', message: 'is not a recognised field' }],
+    })
+  })
+
+  it('refuses fields sent to a route that takes no body (logout), and the session lives on', async () => {
+    const member = await ctx.api.member()
+    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: member.headers, payload: { everywhere: true } })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/auth/logout',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: 'everywhere', message: 'is not a recognised field' }],
+    })
+    assert.equal((await ctx.api.inject({ url: '/api/v1/members/me', headers: member.headers })).statusCode, 200)
+  })
+
   it('rejects unknown query parameters on every /api route, public ones included', async () => {
     const res = await ctx.api.inject({ url: '/api/v1/health?verbose=true' })
     assertError(res, {

@@ -138,6 +138,19 @@ describeEachBackend('API keys', (ctx) => {
     assert.equal((await me(other.secret)).statusCode, 200)
   })
 
+  it('revoke takes no body: a field is 400 naming it, and the key keeps working', async () => {
+    const member = await ctx.api.member()
+    const key = await newKey(member)
+    const url = `${KEYS}/${key.keyId}/revoke`
+    assertError(await ctx.api.inject({ method: 'PATCH', url, headers: member.headers, payload: { reason: 'leaked' } }), {
+      code: 'VALIDATION_FAILED',
+      instance: url,
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ field: 'reason', message: 'is not a recognised field' }],
+    })
+    assert.equal((await me(key.secret)).statusCode, 200)
+  })
+
   it('revoking twice is 200 and keeps the first revokedAt', async () => {
     const member = await ctx.api.member()
     const key = await newKey(member)

@@ -385,6 +385,43 @@ describeEachBackend('order lifecycle', (ctx) => {
     })
   }
 
+  for (const verb of ['confirm', 'cancel', 'delete'] as const) {
+    it(`PATCH /orders/{id}/${verb} honours If-Match: a stale ETag is 412 and changes nothing, the current one applies`, async () => {
+      const o = await orderIn('PLACED')
+      assert.equal((await patch(o.url, o.owner, { orderId: o.id, memo: 'now version 2' })).statusCode, 200)
+      const send = (ifMatch: string) =>
+        ctx.api.inject({ method: 'PATCH', url: `${o.url}/${verb}`, headers: { ...o.owner.headers, 'if-match': ifMatch } })
+      assertError(await send('"1"'), {
+        code: 'PRECONDITION_FAILED', instance: `${o.url}/${verb}`, detail: 'If-Match does not match the order\'s current ETag "2"; fetch it again.',
+      })
+      assert.equal(await statusOf(o.id), 'PLACED')
+      assert.equal(await ctx.api.stockOf(o.product.productId), 8)
+      assert.equal((await historyOf(o.id)).length, 2)
+      assert.equal((await send('"2"')).statusCode, 200)
+      assert.equal(await statusOf(o.id), { confirm: 'CONFIRMED', cancel: 'CANCELLED', delete: 'DELETED' }[verb])
+    })
+
+    it(`PATCH /orders/{id}/${verb} takes no body: none or {} will do, a field is 400 naming it and changes nothing`, async () => {
+      const o = await orderIn('PLACED')
+      const url = `${o.url}/${verb}`
+      for (const payload of [{ status: 'DELIVERED' }, { reason: 'changed my mind', memo: 'x' }]) {
+        assertError(await patch(url, o.owner, payload), {
+          code: 'VALIDATION_FAILED',
+          instance: url,
+          detail: 'The request body has invalid parameters.',
+          invalidParams: Object.keys(payload).map(field => ({ field, message: 'is not a recognised field' })),
+        })
+      }
+      assertError(await ctx.api.inject({ method: 'PATCH', url, headers: { ...o.owner.headers, 'content-type': 'application/json' }, payload: 'null' }), {
+        code: 'MALFORMED_REQUEST', instance: url, detail: 'The request body must be a JSON object.',
+      })
+      assert.equal(await statusOf(o.id), 'PLACED')
+      assert.equal((await historyOf(o.id)).length, 1)
+      assert.equal((await patch(url, o.owner, {})).statusCode, 200)
+      assert.equal(await statusOf(o.id), { confirm: 'CONFIRMED', cancel: 'CANCELLED', delete: 'DELETED' }[verb])
+    })
+  }
+
   it('releases the stock exactly once under 10 concurrent cancels of one order', async () => {
     const o = await orderIn('PLACED')
     const results = await Promise.all(Array.from({ length: 10 }, () => patch(`${o.url}/cancel`, o.owner)))
