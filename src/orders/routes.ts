@@ -32,7 +32,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
     const created = await createOrder(app.db, app.config, principalOf(request), request.body, key)
     if (created.replayed) reply.header('Idempotent-Replayed', 'true')
-    return reply.code(created.replayed ? 200 : 201).header('Location', created.location).send(ok(created.order))
+    return reply.code(created.replayed ? 200 : 201)
+      .header('Location', created.location)
+      .header('ETag', `"${created.order.version}"`)
+      .send(ok(created.order))
   })
 
   app.get('/api/v1/orders', {

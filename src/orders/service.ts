@@ -26,10 +26,10 @@ export async function createOrder (
   body: CreateOrderBody,
   key: string | undefined
 ): Promise<CreatedOrder> {
+  assertDistinctProducts(body) // body validation comes before the ownership check (CONTRACT §10)
   if (body.customerId !== principal.memberId && !isAdmin(principal)) {
     throw new ApiError('ACCESS_DENIED', 'A member may only place orders for itself.')
   }
-  assertDistinctProducts(body)
 
   const { replayed, response } = await runIdempotent(db, config.idempotencyTtlMs, {
     scope: { memberId: principal.memberId, method: 'POST', path: '/api/v1/orders' },

@@ -25,6 +25,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
     assert.equal(res.statusCode, 201, res.body)
     const order = res.json().data
     assert.equal(res.headers.location, `/api/v1/orders/${order.orderId}`)
+    assert.equal(res.headers.etag, '"1"')
     assert.equal(res.headers['idempotent-replayed'], undefined)
     assert.deepEqual({ ...order, orderId: 0, createdAt: '', updatedAt: '' }, {
       orderId: 0,
@@ -212,7 +213,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
     assert.equal(await ctx.api.stockOf(mugs.productId), 2)
   })
 
-  it('checks in the contract order: customer (403) before products (400) before stock (409)', async () => {
+  it('checks in the contract order: body (400) before customer (403) before products (400) before stock (409)', async () => {
     const admin = await ctx.api.admin()
     const member = await ctx.api.member()
     const other = await ctx.api.member('other')
@@ -221,6 +222,15 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       method: 'POST', url: '/api/v1/orders', headers: member.headers, payload: { customerId: other.id, items: [{ productId: 99999, quantity: 1 }] },
     })
     assert.equal(forOther.statusCode, 403)
+    // A repeated product is body validation, which comes before the customer check (CONTRACT §10).
+    const repeatedForOther = await ctx.api.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      headers: member.headers,
+      payload: { customerId: other.id, items: [{ productId: scarce.productId, quantity: 1 }, { productId: scarce.productId, quantity: 1 }] },
+    })
+    assert.equal(repeatedForOther.statusCode, 400, repeatedForOther.body)
+    assert.equal(repeatedForOther.json().error.code, 'VALIDATION_FAILED')
     const both = await ctx.api.inject({
       method: 'POST',
       url: '/api/v1/orders',

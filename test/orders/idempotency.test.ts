@@ -56,6 +56,8 @@ function assertReplayOf (replay: LightMyRequestResponse, first: LightMyRequestRe
   assert.equal(replay.headers['idempotent-replayed'], 'true')
   assert.match(String(replay.headers['content-type']), /^application\/json/)
   assert.equal(replay.headers.location, first.headers.location)
+  assert.equal(first.headers.etag, `"${first.json().data.version}"`)
+  assert.equal(replay.headers.etag, first.headers.etag)
   assert.equal(replay.headers.location, `${ORDERS}/${first.json().data.orderId}`)
   assert.deepEqual(replay.json(), first.json())
 }
