@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Currency, Id, Money, Nullable, PageQuery, PathId, SliceQuery, SortQuery, Timestamp } from '../http/schemas.js'
+import { MAX_STOCK } from '../db/schema.js'
 
 export const PRODUCT_STATUSES = ['ACTIVE', 'INACTIVE'] as const
 export const ProductStatusSchema = Type.Enum([...PRODUCT_STATUSES])
@@ -8,7 +9,7 @@ export type ProductStatus = Static<typeof ProductStatusSchema>
 const Name = Type.String({ minLength: 1, maxLength: 200, examples: ['Espresso beans, 1 kg'] })
 const Description = Nullable(Type.String({ maxLength: 5000 }))
 const Price = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Minor units (cents)', examples: [2450] })
-const Stock = Type.Integer({ minimum: 0, maximum: 2_147_483_647, examples: [100] })
+const Stock = Type.Integer({ minimum: 0, maximum: MAX_STOCK, examples: [100] })
 const CategoryRef = Nullable(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'An existing category' }))
 
 export const CreateProductBody = Type.Object({

@@ -1,3 +1,4 @@
+import { isStorableTime } from '../db/schema.js'
 import { invalidParam } from './errors.js'
 import { DEFAULT_SLICE_SIZE } from './schemas.js'
 
@@ -16,7 +17,7 @@ export function decodeCursor (cursor: string): KeysetPosition {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[]
     const date = new Date(String(createdAt))
-    if (typeof createdAt === 'string' && !Number.isNaN(date.getTime()) && Number.isSafeInteger(id) && (id as number) > 0) {
+    if (typeof createdAt === 'string' && isStorableTime(date.getTime()) && Number.isSafeInteger(id) && (id as number) > 0) {
       return { createdAt: date, id: id as number }
     }
   } catch {}

@@ -1,8 +1,9 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv'
+import type { DataValidationCxt } from 'ajv/dist/types/index.js'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
-import { isId64 } from '../db/schema.js'
+import { isId64, isStorableTime } from '../db/schema.js'
 import { ApiError, type InvalidParam } from './errors.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
@@ -17,7 +18,21 @@ function isTimestamp (value: string): boolean {
   const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number]
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate()
   return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth && hour <= 23 && minute <= 59 && second <= 59 &&
-    (m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59))
+    (m[9] === undefined || (Number(m[9]) <= 23 && Number(m[10]) <= 59)) && isStorableTime(Date.parse(value))
+}
+
+/**
+ * The JSON Pointer of the first string in `value` holding U+0000, or undefined. PostgreSQL cannot
+ * store that character in text (nor jsonb), so it is refused here rather than failing a statement.
+ */
+function nulPath (value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined
+  if (value === null || typeof value !== 'object') return undefined
+  for (const [key, child] of Object.entries(value)) {
+    const found = nulPath(child, `${path}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+    if (found !== undefined) return found
+  }
+  return undefined
 }
 
 function withFormats (ajv: Ajv): Ajv {
@@ -36,15 +51,28 @@ const bodyAjv = withFormats(new Ajv({ ...common, coerceTypes: false, useDefaults
 // Query strings and path parameters arrive as text and are coerced to the declared types.
 const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults: true }))
 
-/** One validator compiler for every route; schemas are compiled once, when the route is registered. */
+/**
+ * One validator compiler for every route; schemas are compiled once, when the route is registered.
+ * Bodies and query strings are also refused if any string in them holds U+0000 (`nulPath`).
+ */
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv
-  return ajv.compile(schema)
+  const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema)
+  if (httpPart !== 'body' && httpPart !== 'querystring') return validate
+  const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {
+    if (!validate(data, context)) {
+      checked.errors = validate.errors
+      return false
+    }
+    const path = nulPath(data)
+    checked.errors = path === undefined ? null : [{ keyword: 'nul', instancePath: path, schemaPath: '#', params: {} }]
+    return path === undefined
+  }, { errors: null as ErrorObject[] | null | undefined, schemaEnv: validate.schemaEnv })
+  return checked
 }
 
 const FORMAT_MESSAGES: Record<string, string> = {
   id64: 'must be a positive 64-bit integer',
-  timestamp: 'must be an RFC 3339 timestamp with Z or an offset, e.g. 2026-11-22T09:30:00.000Z',
+  timestamp: 'must be an RFC 3339 timestamp with Z or an offset, in the years 0001 to 9999, e.g. 2026-11-22T09:30:00.000Z',
   email: 'must be an email address',
 }
 
@@ -64,6 +92,7 @@ function message (error: ErrorObject | FastifySchemaValidationError, part: Schem
     case 'const': return `must be ${String(p.allowedValue)}`
     case 'format': return FORMAT_MESSAGES[String(p.format)] ?? `must be a valid ${String(p.format)}`
     case 'pattern': return 'has an invalid format'
+    case 'nul': return 'must not contain the NUL character (U+0000)'
     default: return 'is invalid'
   }
 }

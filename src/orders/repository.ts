@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
-import { idValue, isId64, type Database, type Db, type Tx } from '../db/schema.js'
+import { MAX_STOCK, idValue, isId64, type Database, type Db, type Tx } from '../db/schema.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { Role } from '../members/schemas.js'
 import type { PaymentStatus } from '../payments/schemas.js'
@@ -112,14 +112,17 @@ export async function insertOrder (trx: Tx, order: NewOrder): Promise<OrderRow> 
   return rows[0]!
 }
 
-/** Gives an order's reserved stock back, locking the products in id order. */
+/**
+ * Gives an order's reserved stock back, locking the products in id order. A stock an admin has set
+ * near the largest a product may hold stops there: a cancel must not fail on it.
+ */
 export async function releaseStock (trx: Tx, orderId: number): Promise<void> {
   await sql`
     select p.id from products p
     where p.id in (select product_id from order_items where order_id = ${orderId})
     order by p.id for update`.execute(trx)
   await sql`
-    update products p set stock_quantity = p.stock_quantity + i.quantity, updated_at = now()
+    update products p set stock_quantity = least(p.stock_quantity::bigint + i.quantity, ${MAX_STOCK}), updated_at = now()
     from order_items i where i.order_id = ${orderId} and p.id = i.product_id`.execute(trx)
 }
 

@@ -262,7 +262,7 @@ describeEachBackend('admin: orders export', (ctx) => {
       [{ field: 'status', message: 'must be one or more of PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED, comma-separated' }]],
     ['an unknown sort', { sort: 'email' }, QUERY_INVALID, [{ field: 'sort', message: /^must be one of createdAt, / }]],
     ['a timestamp without an offset', { createdFrom: '2026-01-01T00:00:00' }, QUERY_INVALID,
-      [{ field: 'createdFrom', message: 'must be an RFC 3339 timestamp with Z or an offset, e.g. 2026-11-22T09:30:00.000Z' }]],
+      [{ field: 'createdFrom', message: 'must be an RFC 3339 timestamp with Z or an offset, in the years 0001 to 9999, e.g. 2026-11-22T09:30:00.000Z' }]],
     ['a negative minTotal', { minTotal: -1 }, QUERY_INVALID, [{ field: 'minTotal', message: 'must be at least 0' }]],
   ]
   for (const [what, query, detail, invalidParams] of badQueries) {

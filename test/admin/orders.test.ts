@@ -11,7 +11,7 @@ const REQUEST_INVALID = 'The request has invalid parameters.'
 const BODY_INVALID = 'The request body has invalid parameters.'
 const UNKNOWN_PARAM = 'is not a recognised query parameter'
 const BAD_STATUS = 'must be one or more of PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED, comma-separated'
-const BAD_TIMESTAMP = 'must be an RFC 3339 timestamp with Z or an offset, e.g. 2026-11-22T09:30:00.000Z'
+const BAD_TIMESTAMP = 'must be an RFC 3339 timestamp with Z or an offset, in the years 0001 to 9999, e.g. 2026-11-22T09:30:00.000Z'
 const NO_CREDENTIAL = 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.'
 const NOT_ADMIN = 'This operation requires the ADMIN role.'
 

@@ -118,6 +118,37 @@ describeEachBackend('wire rules', (ctx) => {
     })
   })
 
+  it('refuses the NUL character (U+0000) in body and query strings with 400 naming the field, not a 500', async () => {
+    const nul = { field: 'name', message: 'must not contain the NUL character (U+0000)' }
+    assertError(await ctx.api.inject({
+      method: 'POST', url: '/api/v1/members', payload: { email: 'nul@example.com', password: 'long enough', name: 'A\u0000B' },
+    }), { code: 'VALIDATION_FAILED', instance: '/api/v1/members', detail: 'The request body has invalid parameters.', invalidParams: [nul] })
+
+    const admin = await ctx.api.admin()
+    const product = await ctx.api.product(admin)
+    const member = await ctx.api.member()
+    const order = await ctx.api.inject({
+      method: 'POST',
+      url: '/api/v1/orders',
+      headers: member.headers,
+      payload: { customerId: member.id, items: [{ productId: product.productId, quantity: 1 }], shippingAddress: '1 Main St', memo: 'ring\u0000bell' },
+    })
+    assertError(order, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/orders',
+      detail: 'The request body has invalid parameters.',
+      invalidParams: [{ ...nul, field: 'memo' }],
+    })
+    assert.equal(await ctx.api.stockOf(product.productId), 100)
+
+    assertError(await ctx.api.get('/api/v1/admin/members/search', { q: 'a\u0000b' }, admin), {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/admin/members/search',
+      detail: 'The query has invalid parameters.',
+      invalidParams: [{ ...nul, field: 'q' }],
+    })
+  })
+
   it('names an unknown body field even when its name is empty', async () => {
     const res = await ctx.api.inject({
       method: 'POST', url: '/api/v1/members', payload: { email: 'e@example.com', password: 'long enough', name: 'E', '': 1 },

@@ -422,6 +422,16 @@ describeEachBackend('order lifecycle', (ctx) => {
     })
   }
 
+  it('cancels an order whose product an admin has since stocked to the maximum: the stock stays at the maximum', async () => {
+    const o = await orderIn('PLACED')
+    const url = `/api/v1/admin/products/${o.product.productId}`
+    assert.equal((await ctx.api.inject({ method: 'PATCH', url, headers: o.admin.headers, payload: { stockQuantity: 2_147_483_647 } })).statusCode, 200)
+    const res = await patch(`${o.url}/cancel`, o.owner)
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(await statusOf(o.id), 'CANCELLED')
+    assert.equal(await ctx.api.stockOf(o.product.productId), 2_147_483_647)
+  })
+
   it('releases the stock exactly once under 10 concurrent cancels of one order', async () => {
     const o = await orderIn('PLACED')
     const results = await Promise.all(Array.from({ length: 10 }, () => patch(`${o.url}/cancel`, o.owner)))

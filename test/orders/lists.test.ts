@@ -8,7 +8,7 @@ const SEARCH = '/api/v1/orders/search'
 const QUERY_INVALID = 'The query has invalid parameters.'
 const REQUEST_INVALID = 'The request has invalid parameters.'
 const NOT_A_CURSOR = 'is not a cursor this API issued; pass the nextCursor of the previous slice'
-const BAD_TIMESTAMP = 'must be an RFC 3339 timestamp with Z or an offset, e.g. 2026-11-22T09:30:00.000Z'
+const BAD_TIMESTAMP = 'must be an RFC 3339 timestamp with Z or an offset, in the years 0001 to 9999, e.g. 2026-11-22T09:30:00.000Z'
 const BAD_STATUS = 'must be one or more of PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED, comma-separated'
 const UNKNOWN_PARAM = 'is not a recognised query parameter'
 
@@ -248,6 +248,9 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
     ['a cursor with no date', { cursor: cursorOf(['yesterday', 5]) }, REQUEST_INVALID, [{ field: 'cursor', message: NOT_A_CURSOR }]],
     ['a cursor with id 0', { cursor: cursorOf(['2026-01-01T00:00:00.000Z', 0]) }, REQUEST_INVALID, [{ field: 'cursor', message: NOT_A_CURSOR }]],
     ['a cursor with a text id', { cursor: cursorOf(['2026-01-01T00:00:00.000Z', '5']) }, REQUEST_INVALID, [{ field: 'cursor', message: NOT_A_CURSOR }]],
+    ['a cursor dated in the year 0000', { cursor: cursorOf(['0000-01-01T00:00:00.000Z', 5]) }, REQUEST_INVALID, [{ field: 'cursor', message: NOT_A_CURSOR }]],
+    ['a cursor dated at the end of JavaScript time', { cursor: cursorOf(['+275760-09-13T00:00:00.000Z', 5]) }, REQUEST_INVALID,
+      [{ field: 'cursor', message: NOT_A_CURSOR }]],
     ['an empty cursor', { cursor: '' }, QUERY_INVALID, [{ field: 'cursor', message: 'must not be empty' }]],
     ['an unknown status', { status: 'SHIPPED' }, REQUEST_INVALID, [{ field: 'status', message: BAD_STATUS }]],
     ['an unknown status among known ones', { status: 'PLACED,NOPE' }, REQUEST_INVALID, [{ field: 'status', message: BAD_STATUS }]],
@@ -346,6 +349,8 @@ describeEachBackend('GET /api/v1/orders/search', (ctx) => {
     ['in month 13', '2026-13-01T00:00:00Z'],
     ['with an offset without a colon', '2026-01-01T00:00:00+0200'],
     ['not a timestamp at all', 'yesterday'],
+    ['in the year 0000', '0000-01-01T00:00:00Z'],
+    ['past the year 9999 in UTC', '9999-12-31T23:59:59-01:00'],
   ]
   for (const [what, value] of badTimestamps) {
     it(`rejects a timestamp ${what} with 400 naming the field`, async () => {
