@@ -12,7 +12,7 @@ import type { Config } from './config.js'
 import { migrate, openDatabase, type DatabaseHandle } from './db/database.js'
 import type { Db } from './db/schema.js'
 import { registerAccessRules } from './http/access.js'
-import { collectRoutes, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
+import { collectRoutes, frameworkErrorHandler, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
 import { securityHeaders } from './http/security-headers.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { purgeExpiredKeys } from './idempotency/service.js'
@@ -106,6 +106,7 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
  * Tests call it and use `inject`; `server.ts` calls it and listens.
  */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const security = securityHeaders()
   const app = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
     logController: new AccessLog(),
@@ -126,11 +127,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       : config.trustProxy,
     bodyLimit: config.bodyLimit,
     schemaErrorFormatter,
+    frameworkErrors: frameworkErrorHandler(config, security),
     ajv: { customOptions: { removeAdditional: false } },
-    routerOptions: { ignoreTrailingSlash: false },
+    // Path parameters of any length reach validation (a 101-digit id is a 400 naming `id`, not a 414).
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16_384 },
   }).withTypeProvider<TypeBoxTypeProvider>()
   // Every response, errors included, carries the security headers and the request id (so a caller can quote it).
-  const security = securityHeaders()
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(security)
     reply.header('x-request-id', request.id)

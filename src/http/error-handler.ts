@@ -1,3 +1,4 @@
+import http from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { translateDbError } from '../db/errors.js'
@@ -70,7 +71,23 @@ export function registerErrorHandling (app: FastifyInstance, config: Config): vo
   })
 }
 
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
+/**
+ * Answers what Fastify's router refuses before any route or hook runs (a path that is not valid
+ * percent-encoding): the same error envelope, with the headers the `onRequest` hook would have set.
+ */
+export function frameworkErrorHandler (config: Config, headers: Record<string, string>) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.headers(headers).header('x-request-id', request.id)
+    const apiError = error.code === 'FST_ERR_BAD_URL'
+      ? new ApiError('MALFORMED_REQUEST', 'The request path is not valid percent-encoded UTF-8.')
+      : toApiError(error)
+    if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
+    return sendError(config, request, reply, apiError)
+  }
+}
+
+/** The methods a known path answers with 405 when it does not support them. */
+const METHODS = http.METHODS.filter(method => method !== 'CONNECT')
 
 /**
  * Collects every route as it is registered, so that `registerMethodNotAllowed` can answer a known
@@ -87,6 +104,11 @@ export function collectRoutes (app: FastifyInstance): Map<string, Set<string>> {
 }
 
 export function registerMethodNotAllowed (app: FastifyInstance, routes: Map<string, Set<string>>): void {
+  // Every method Node's parser accepts, so that PROPFIND or TRACE on a known path is a 405 too
+  // (CONNECT never reaches a route: Node hands it to the server's 'connect' event).
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
+  }
   for (const [url, methods] of [...routes]) {
     const missing = METHODS.filter(method => !methods.has(method))
     if (missing.length === 0) continue

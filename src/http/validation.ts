@@ -58,9 +58,11 @@ const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults:
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema)
   if (httpPart !== 'body' && httpPart !== 'querystring') return validate
+  const numbers = httpPart === 'querystring' ? numericParameters(schema) : []
   const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {
-    if (!validate(data, context)) {
-      checked.errors = validate.errors
+    const written = notDecimal(data, numbers) // before Ajv, which coerces the text in place
+    if (!validate(data, context) || written.length > 0) {
+      checked.errors = [...written, ...(validate.errors ?? [])]
       return false
     }
     const path = nulPath(data)
@@ -68,6 +70,24 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
     return path === undefined
   }, { errors: null as ErrorObject[] | null | undefined, schemaEnv: validate.schemaEnv })
   return checked
+}
+
+/** Decimal text, as query numbers must be written: Ajv's coercion would also take `0x10`, `1e1` or ` 5`. */
+const DECIMAL = { integer: /^-?\d+$/, number: /^-?\d+(\.\d+)?$/ } as const
+
+/** The query schema's integer and number parameters. */
+function numericParameters (schema: unknown): Array<[string, keyof typeof DECIMAL]> {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
+  return Object.entries(properties).flatMap(([name, property]): Array<[string, keyof typeof DECIMAL]> =>
+    property.type === 'integer' || property.type === 'number' ? [[name, property.type]] : [])
+}
+
+/** A type error for each numeric parameter not written in decimal. */
+function notDecimal (data: unknown, numbers: Array<[string, keyof typeof DECIMAL]>): ErrorObject[] {
+  if (numbers.length === 0 || data === null || typeof data !== 'object') return []
+  const query = data as Record<string, unknown>
+  return numbers.filter(([name, type]) => typeof query[name] === 'string' && !DECIMAL[type].test(query[name]))
+    .map(([name, type]) => ({ keyword: 'type', instancePath: `/${name}`, schemaPath: '#', params: { type } }))
 }
 
 const FORMAT_MESSAGES: Record<string, string> = {

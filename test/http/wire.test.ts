@@ -38,6 +38,41 @@ describeEachBackend('wire rules', (ctx) => {
     }
   })
 
+  it('answers every other method Node accepts (TRACE, QUERY, PROPFIND, PURGE...) on a known path with 405', async () => {
+    for (const method of ['TRACE', 'QUERY', 'PROPFIND', 'PURGE', 'M-SEARCH']) {
+      const res = await ctx.api.inject({ method: method as 'GET', url: '/api/v1/orders' })
+      assertError(res, {
+        code: 'METHOD_NOT_ALLOWED',
+        instance: '/api/v1/orders',
+        detail: 'This path does not support that method; it supports GET, HEAD, POST.',
+      })
+      assert.equal(res.headers.allow, 'GET, HEAD, POST', method)
+    }
+    const unknown = await ctx.api.inject({ method: 'PROPFIND' as 'GET', url: '/api/v1/nothing-here' })
+    assert.equal(unknown.statusCode, 404)
+  })
+
+  it('answers a path that is not valid percent-encoding with the error envelope and the usual headers', async () => {
+    const res = await ctx.api.inject({ url: '/api/v1/orders/%E0%A4%A' })
+    assertError(res, {
+      code: 'MALFORMED_REQUEST', instance: '/api/v1/orders/%E0%A4%A', detail: 'The request path is not valid percent-encoded UTF-8.',
+    })
+    assert.equal(res.headers['x-content-type-options'], 'nosniff')
+    assert.match(String(res.headers['x-request-id']), /.+/)
+    assert.doesNotMatch(res.body, /FST_ERR/)
+  })
+
+  it('answers an id of any length like any id too large: 400 naming id (not a 414 from the router)', async () => {
+    const member = await ctx.api.member()
+    const url = `/api/v1/orders/${'9'.repeat(101)}`
+    assertError(await ctx.api.inject({ url, headers: member.headers }), {
+      code: 'VALIDATION_FAILED',
+      instance: url,
+      detail: 'The path has invalid parameters.',
+      invalidParams: [{ field: 'id', message: 'must be a positive 64-bit integer' }],
+    })
+  })
+
   it('answers DELETE on an unknown path with 404', async () => {
     const res = await ctx.api.inject({ method: 'DELETE', url: '/api/v1/nothing-here' })
     assertError(res, { code: 'RESOURCE_NOT_FOUND', instance: '/api/v1/nothing-here', detail: 'No resource at /api/v1/nothing-here.' })
