@@ -62,7 +62,7 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
   const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {
     const written = notDecimal(data, numbers) // before Ajv, which coerces the text in place
     if (!validate(data, context) || written.length > 0) {
-      checked.errors = [...written, ...(validate.errors ?? [])]
+      checked.errors = inSchemaOrder(written, validate.errors ?? [], schema)
       return false
     }
     const path = nulPath(data)
@@ -80,6 +80,21 @@ function numericParameters (schema: unknown): Array<[string, keyof typeof DECIMA
   const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
   return Object.entries(properties).flatMap(([name, property]): Array<[string, keyof typeof DECIMAL]> =>
     property.type === 'integer' || property.type === 'number' ? [[name, property.type]] : [])
+}
+
+/**
+ * Ajv's errors with `extra` placed among them in the order of the schema's properties, so that
+ * invalidParams lists the fields in the same order whichever check found them.
+ */
+function inSchemaOrder (extra: ErrorObject[], errors: ErrorObject[], schema: unknown): ErrorObject[] {
+  const order = Object.keys((schema as { properties?: object }).properties ?? {})
+  const rank = (error: ErrorObject) => order.indexOf(error.instancePath.split('/')[1] ?? '')
+  const merged = [...errors]
+  for (const error of extra) {
+    const at = merged.findIndex(other => rank(other) > rank(error))
+    merged.splice(at === -1 ? merged.length : at, 0, error)
+  }
+  return merged
 }
 
 /** A type error for each numeric parameter not written in decimal. */
