@@ -9,10 +9,14 @@ export const TOKEN_TTL_MS: Readonly<Record<MemberTokenPurpose, number>> = {
   EMAIL_VERIFICATION: 7 * 24 * 3600_000, // a week: verification is not urgent
 }
 
-/** Issues a one-time token for mailing; earlier unused tokens of the same purpose stop working. */
+/**
+ * Issues a one-time token for mailing; earlier unused tokens of the same purpose stop working. The
+ * member's row is locked first, so that requests at the same moment take turns and leave one token.
+ */
 export async function issueMemberToken (db: Db, memberId: number, purpose: MemberTokenPurpose): Promise<string> {
   const token = randomToken()
   await db.transaction().execute(async (trx) => {
+    await trx.selectFrom('members').select('id').where('id', '=', memberId).forUpdate().execute()
     await trx.updateTable('member_tokens').set({ used_at: sql<Date>`now()` })
       .where('member_id', '=', memberId).where('purpose', '=', purpose).where('used_at', 'is', null).execute()
     await trx.insertInto('member_tokens').values({
@@ -26,7 +30,10 @@ export async function issueMemberToken (db: Db, memberId: number, purpose: Membe
   return token
 }
 
-/** Spends a token (once, atomically) and returns its member; a bad, expired or used one is 400 INVALID_TOKEN. */
+/**
+ * Spends a token (once, atomically) and returns its member; a bad, expired or used one is 400
+ * INVALID_TOKEN. The member's other unused tokens of the same purpose are spent with it.
+ */
 export async function consumeMemberToken (trx: Tx, token: string, purpose: MemberTokenPurpose): Promise<number> {
   const row = await trx.updateTable('member_tokens')
     .set({ used_at: sql<Date>`now()` })
@@ -35,6 +42,8 @@ export async function consumeMemberToken (trx: Tx, token: string, purpose: Membe
     .returning('member_id')
     .executeTakeFirst()
   if (!row) throw new ApiError('INVALID_TOKEN', 'The token is invalid, has expired or was already used.')
+  await trx.updateTable('member_tokens').set({ used_at: sql<Date>`now()` })
+    .where('member_id', '=', row.member_id).where('purpose', '=', purpose).where('used_at', 'is', null).execute()
   return row.member_id
 }
 

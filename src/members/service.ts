@@ -4,7 +4,7 @@ import { revokeSessions } from '../auth/sessions.js'
 import type { LoginFailures } from '../auth/limits.js'
 import type { Revocations } from '../auth/revocations.js'
 import type { Config } from '../config.js'
-import type { Db } from '../db/schema.js'
+import { idValue, type Db } from '../db/schema.js'
 import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../http/errors.js'
 import { pageWindow, parseSort, toPage } from '../http/paging.js'
@@ -172,23 +172,35 @@ export async function pageAllMembers (db: Db, query: Partial<AdminMemberSearchQu
  * An admin changes a member's role, status or name. A new role or a suspension ends the member's
  * sessions (their tokens carry the old role; a suspended member's must stop working, and stay
  * stopped if the member is reinstated); a suspension also takes effect on this instance at once.
- * An admin cannot change their own role or status, so the last admin cannot lock everyone out.
+ *
+ * It all happens in one transaction on the member's locked row, so two changes at once do not undo
+ * each other (a rename racing a suspension would otherwise write the old status back). A change of
+ * role or status first locks the active admins, in id order: the acting admin must still be one of
+ * them, and cannot change their own role or status, so two admins demoting each other at once
+ * cannot leave the service without an admin.
  */
 export async function adminUpdateMember (
   db: Db, deps: Pick<MemberDeps, 'revocations'>, principal: Principal, id: string, body: AdminUpdateMemberBody
 ): Promise<Member> {
-  const current = await findMemberById(db, id)
-  if (!current) throw new ApiError('MEMBER_NOT_FOUND', `Member ${id} does not exist.`)
-  const role = body.role ?? current.role
-  const status = body.status ?? current.status
-  const name = body.name ?? current.name
-  if (current.id === principal.memberId && (role !== current.role || status !== current.status)) {
-    throw invalidParam(role !== current.role ? 'role' : 'status', 'an admin cannot change their own role or status; ask another admin')
-  }
-  if (role === current.role && status === current.status && name === current.name) return toMember(current)
-
-  const endsSessions = role !== current.role || (status === 'SUSPENDED' && current.status !== 'SUSPENDED')
   const { row, revoked } = await db.transaction().execute(async (trx) => {
+    if (body.role !== undefined || body.status !== undefined) {
+      const admins = await trx.selectFrom('members').select('id')
+        .where('role', '=', 'ADMIN').where('status', '=', 'ACTIVE').orderBy('id').forUpdate().execute()
+      if (!admins.some(admin => admin.id === principal.memberId)) {
+        throw new ApiError('ACCESS_DENIED', 'You are no longer an active admin.')
+      }
+    }
+    const current = await trx.selectFrom('members').selectAll().where('id', '=', idValue(id)).forUpdate().executeTakeFirst()
+    if (!current) throw new ApiError('MEMBER_NOT_FOUND', `Member ${id} does not exist.`)
+    const role = body.role ?? current.role
+    const status = body.status ?? current.status
+    const name = body.name ?? current.name
+    if (current.id === principal.memberId && (role !== current.role || status !== current.status)) {
+      throw invalidParam(role !== current.role ? 'role' : 'status', 'an admin cannot change their own role or status; ask another admin')
+    }
+    if (role === current.role && status === current.status && name === current.name) return { row: current, revoked: [] }
+
+    const endsSessions = role !== current.role || (status === 'SUSPENDED' && current.status !== 'SUSPENDED')
     const row = await trx.updateTable('members').set({ role, status, name, updated_at: sql<Date>`now()` })
       .where('id', '=', current.id).returningAll().executeTakeFirstOrThrow()
     const revoked = endsSessions

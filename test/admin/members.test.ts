@@ -311,4 +311,44 @@ describeEachBackend('admin: members', (ctx) => {
     }
     assert.equal(successData<MemberView>(await me(member)).name, 'member')
   })
+
+  it('a rename at the same moment as a suspension keeps both: the member stays SUSPENDED and cannot log in', async () => {
+    const admin = await ctx.api.admin()
+    for (let round = 0; round < 5; round++) {
+      const member = await ctx.api.member('racer')
+      const url = `/api/v1/admin/members/${member.id}`
+      const [suspend, rename] = await Promise.all([
+        ctx.api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'SUSPENDED' } }),
+        ctx.api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { name: 'Renamed' } }),
+      ])
+      assert.equal(suspend.statusCode, 200, suspend.body)
+      assert.equal(rename.statusCode, 200, rename.body)
+      const now = successData<{ status: string, name: string }>(await ctx.api.inject({ url, headers: admin.headers }))
+      assert.deepEqual([now.status, now.name], ['SUSPENDED', 'Renamed'], `round ${round}: one change undid the other`)
+      const login = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: member.email, password: 'correct horse' } })
+      assert.equal(login.statusCode, 403)
+    }
+  })
+
+  it('two admins demoting each other at the same moment: one succeeds, the other is 403, an admin remains', async () => {
+    const root = await ctx.api.admin()
+    const other = await ctx.api.member('second-admin')
+    assert.equal((await ctx.api.inject({ method: 'PATCH', url: `/api/v1/admin/members/${other.id}`, headers: root.headers, payload: { role: 'ADMIN' } })).statusCode, 200)
+    const second = await ctx.api.login(other.email, 'correct horse')
+    const [byRoot, bySecond] = await Promise.all([
+      ctx.api.inject({ method: 'PATCH', url: `/api/v1/admin/members/${second.id}`, headers: root.headers, payload: { role: 'USER' } }),
+      ctx.api.inject({ method: 'PATCH', url: `/api/v1/admin/members/${root.id}`, headers: second.headers, payload: { role: 'USER' } }),
+    ])
+    const refused = [byRoot, bySecond].filter(res => res.statusCode !== 200)
+    assert.equal(refused.length, 1, `answers: ${byRoot.statusCode}, ${bySecond.statusCode}`)
+    const admins = await ctx.api.app.db.selectFrom('members').select('id').where('role', '=', 'ADMIN').where('status', '=', 'ACTIVE').execute()
+    assert.equal(admins.length, 1)
+    const loser = refused[0]!
+    if (loser.statusCode === 403) {
+      assertError(loser, { code: 'ACCESS_DENIED', instance: loser === byRoot ? `/api/v1/admin/members/${second.id}` : `/api/v1/admin/members/${root.id}`, detail: 'You are no longer an active admin.' })
+    } else {
+      // The demotion that came second found its caller's session revoked first.
+      assert.equal(loser.statusCode, 401, loser.body)
+    }
+  })
 })
