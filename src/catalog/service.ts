@@ -68,10 +68,14 @@ export async function changeProduct (db: Db, currency: string, id: string, chang
 
 const MAX_SEARCH_WORDS = 10
 
-/** The words of a `q` parameter, lower-cased; none, or more than ten, is a 400. */
+/**
+ * The words of a `q` parameter, as written; none, or more than ten, is a 400. They are lower-cased
+ * by PostgreSQL's text search, as the indexed text was: JavaScript lower-cases some letters another
+ * way (`İ` becomes `i` and a combining dot, a final `Σ` becomes `ς`), which then matched nothing.
+ */
 function searchWords (q: string | undefined): string[] | undefined {
   if (q === undefined) return undefined
-  const words = q.toLowerCase().match(/[\p{L}\p{N}]+/gu)
+  const words = q.match(/[\p{L}\p{N}]+/gu)
   if (!words) throw invalidParam('q', 'must contain at least one letter or digit')
   if (words.length > MAX_SEARCH_WORDS) throw invalidParam('q', `must have at most ${MAX_SEARCH_WORDS} words`)
   return words

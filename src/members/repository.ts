@@ -32,8 +32,11 @@ export interface MemberFilter {
   q?: string
 }
 
-/** `%` and `_` in a search term match themselves. */
-const likePattern = (term: string) => `%${term.toLowerCase().replace(/[\\%_]/g, match => `\\${match}`)}%`
+/**
+ * `%` and `_` in a search term match themselves. The pattern is lower-cased by PostgreSQL, as the
+ * columns are: JavaScript lower-cases some letters another way (`İ`, a final `Σ`).
+ */
+const likePattern = (term: string) => sql<string>`lower(${`%${term.replace(/[\\%_]/g, match => `\\${match}`)}%`})`
 
 /** The admin list: one page in the requested order, and how many members match in all. */
 export async function pageMembers (

@@ -137,11 +137,14 @@ describeEachBackend('admin: members', (ctx) => {
     await register('percy@example.com', '100% Percy')
     await register('p100x@example.com', 'Paul')
     await register('back@example.com', 'Back\\slash')
+    await register('ilker@example.com', 'İlker ΟΔΟΣ')
     const cases: Array<[string, string[]]> = [
       ['ann', ['ann@example.com']],
+      ['İlker', ['ilker@example.com']],
+      ['ΟΔΟΣ', ['ilker@example.com']],
       ['LEE', ['ann@example.com']],
       ['nobody', []],
-      ['EXAMPLE.COM', ['back@example.com', 'p100x@example.com', 'percy@example.com', 'danax@example.com', 'dan_x@example.com', 'ann@example.com', ADMIN.email]],
+      ['EXAMPLE.COM', ['ilker@example.com', 'back@example.com', 'p100x@example.com', 'percy@example.com', 'danax@example.com', 'dan_x@example.com', 'ann@example.com', ADMIN.email]],
       ['n_x', ['dan_x@example.com']],
       ['_', ['dan_x@example.com']],
       ['0%', ['percy@example.com']],

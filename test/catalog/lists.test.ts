@@ -205,6 +205,17 @@ describeEachBackend('catalog lists', (ctx) => {
       }
     })
 
+    it('searches by q in letters that JavaScript and PostgreSQL lower-case differently (Turkish İ, Greek final Σ)', async () => {
+      const admin = await ctx.api.admin()
+      const istanbul = await create(admin, { name: 'İstanbul kahvesi' })
+      const greek = await create(admin, { name: 'ΟΔΟΣ ΚΑΦΕΣ' })
+      for (const [q, expected] of [['İstanbul', istanbul], ['İSTANBUL KAHVESİ', istanbul], ['ΟΔΟΣ', greek], ['ΚΑΦΕΣ', greek]] as const) {
+        for (const path of [LIST, SEARCH]) {
+          assert.deepEqual(await ids(path, { q }), [expected.productId], `${path} q=${JSON.stringify(q)}`)
+        }
+      }
+    })
+
     it('filters by price, both bounds inclusive, and combines every filter', async () => {
       const admin = await ctx.api.admin()
       const coffee = await category(admin, 'Coffee')
