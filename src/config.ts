@@ -46,6 +46,9 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
+/** A git commit id, full or abbreviated. */
+export const COMMIT_ID = /^[0-9a-f]{7,40}$/i
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }
@@ -67,11 +70,14 @@ export function loadConfig (env: Env = process.env): Config {
     return value
   }
 
-  const duration = (name: string, fallback: string): number => {
+  const duration = (name: string, fallback: string, max: string): number => {
     const raw = read(name) ?? fallback
-    const match = /^(\d+)(ms|s|m|h|d)$/.exec(raw)
-    const value = match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0
-    if (value <= 0) throw new ConfigError(name, 'a positive duration such as 90s, 15m, 24h or 7d', raw)
+    const of = (text: string) => {
+      const match = /^(\d+)(ms|s|m|h|d)$/.exec(text)
+      return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0
+    }
+    const value = of(raw)
+    if (value <= 0 || value > of(max)) throw new ConfigError(name, `a positive duration up to ${max}, such as 90s, 15m, 24h or 7d`, raw)
     return value
   }
 
@@ -89,7 +95,9 @@ export function loadConfig (env: Env = process.env): Config {
     let parsed: URL | undefined
     try { parsed = new URL(raw) } catch { parsed = undefined }
     if (!parsed || !protocols.includes(parsed.protocol)) {
-      throw new ConfigError(name, `a URL starting with ${protocols.map(p => `${p}//`).join(' or ')}`, raw)
+      // The message goes to the logs: a password in the URL is not repeated there.
+      const shown = raw.replace(/^([^:/]*:\/\/[^:/@]*):[^@/]*@/, '$1:<hidden>@')
+      throw new ConfigError(name, `a URL starting with ${protocols.map(p => `${p}//`).join(' or ')}`, shown)
     }
     return raw
   }
@@ -133,6 +141,12 @@ export function loadConfig (env: Env = process.env): Config {
 
   const databaseUrl = url('DATABASE_URL', ['postgres:', 'postgresql:'])
 
+  // Read by /actuator/info (src/ops/health.ts); checked here so that a bad one stops start-up.
+  const gitCommit = read('GIT_COMMIT')
+  if (gitCommit !== undefined && !COMMIT_ID.test(gitCommit)) {
+    throw new ConfigError('GIT_COMMIT', 'a commit id of 7 to 40 hexadecimal digits', gitCommit)
+  }
+
   const workers = (): number => {
     const raw = read('WORKERS') ?? '1'
     const count = raw === 'auto' ? availableParallelism() : /^\d+$/.test(raw) ? Number(raw) : 0
@@ -155,7 +169,7 @@ export function loadConfig (env: Env = process.env): Config {
     adminEmail,
     adminPassword,
     jwtSecret,
-    idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h'),
+    idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,
     bodyLimit: size('BODY_LIMIT', '1mb'),

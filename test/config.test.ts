@@ -76,7 +76,9 @@ describe('configuration', () => {
     [{ PORT: '70000' }, /^Invalid PORT="70000"/],
     [{ DATABASE_POOL_SIZE: '0' }, /^Invalid DATABASE_POOL_SIZE="0"/],
     [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, /^Invalid DATABASE_PREPARED_STATEMENTS="yes": expected one of true, false$/],
-    [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration such as 90s, 15m, 24h or 7d$/],
+    [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration up to 365d, such as 90s, 15m, 24h or 7d$/],
+    [{ IDEMPOTENCY_TTL: '366d' }, /^Invalid IDEMPOTENCY_TTL="366d": expected a positive duration up to 365d/],
+    [{ GIT_COMMIT: 'release-42' }, /^Invalid GIT_COMMIT="release-42": expected a commit id of 7 to 40 hexadecimal digits$/],
     [{ CURRENCY: 'usd' }, /^Invalid CURRENCY="usd": expected an ISO 4217 code/],
     [{ DATABASE_URL: 'mysql://x' }, /^Invalid DATABASE_URL="mysql:\/\/x": expected a URL starting with postgres:\/\/ or postgresql:\/\/$/],
     [{ ERROR_TYPE_BASE: 'not a url' }, /^Invalid ERROR_TYPE_BASE/],
@@ -104,7 +106,16 @@ describe('configuration', () => {
     })
   }
 
-  it('never echoes a secret in its message', () => {
+  it('never echoes a secret in its message, a password inside a URL setting included', () => {
     assert.throws(() => loadConfig({ JWT_SECRET: 'hunter2' }), (error: Error) => !error.message.includes('hunter2'))
+    const urls: Array<[string, string]> = [
+      ['DATABASE_URL', 'postgress://app:S3cretPw@db.internal/orders'],
+      ['SMTP_URL', 'smtpx://mailer:MailPw@mail.internal:587'],
+      ['REDIS_URL', 'redi://:RedisPw@cache.internal:6379'],
+    ]
+    for (const [name, value] of urls) {
+      assert.throws(() => loadConfig({ [name]: value }), (error: Error) =>
+        error.message.startsWith(`Invalid ${name}="`) && error.message.includes(':<hidden>@') && !/S3cretPw|MailPw|RedisPw/.test(error.message))
+    }
   })
 })

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { sql } from 'kysely'
+import { COMMIT_ID } from '../config.js'
 import type { Identity } from '../auth/identity.js'
 import type { CounterStore } from '../auth/limits.js'
 import type { DatabaseHandle } from '../db/database.js'
@@ -70,23 +71,21 @@ interface Info {
   git?: { commit: string }
 }
 
-const COMMIT = /^[0-9a-f]{7,40}$/i
-
 /** The checked-out commit: GIT_COMMIT, else .git/HEAD (a detached id, or a ref file or packed ref); undefined when unknown. */
 async function gitCommit (): Promise<string | undefined> {
   const fromEnv = process.env.GIT_COMMIT?.trim()
-  if (fromEnv && COMMIT.test(fromEnv)) return fromEnv.toLowerCase()
+  if (fromEnv && COMMIT_ID.test(fromEnv)) return fromEnv.toLowerCase()
   try {
     const head = (await readFile(join(ROOT, '.git', 'HEAD'), 'utf8')).trim()
-    if (COMMIT.test(head)) return head.toLowerCase()
+    if (COMMIT_ID.test(head)) return head.toLowerCase()
     const ref = /^ref: (refs\/[\w./-]+)$/.exec(head)?.[1]
     if (!ref || ref.includes('..')) return undefined
     const loose = await readFile(join(ROOT, '.git', ref), 'utf8').then(text => text.trim(), () => undefined)
-    if (loose && COMMIT.test(loose)) return loose.toLowerCase()
+    if (loose && COMMIT_ID.test(loose)) return loose.toLowerCase()
     const packed = await readFile(join(ROOT, '.git', 'packed-refs'), 'utf8').catch(() => '')
     const line = packed.split('\n').find(entry => entry.endsWith(` ${ref}`))
     const id = line?.split(' ')[0]
-    return id && COMMIT.test(id) ? id.toLowerCase() : undefined
+    return id && COMMIT_ID.test(id) ? id.toLowerCase() : undefined
   } catch {
     return undefined
   }
