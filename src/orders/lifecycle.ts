@@ -76,7 +76,8 @@ async function withLockedPayment (trx: Tx, order: OrderWithItems, request: Order
 export async function changeOrder (
   db: Db, provider: PaymentProvider, principal: Principal, id: string, request: OrderChangeRequest
 ): Promise<OrderWithItems> {
-  return db.transaction().execute(async (trx) => {
+  let cancelled = false
+  const changed = await db.transaction().execute(async (trx) => {
     const locked = await lockOrder(trx, id)
     assertVisible(locked, principal, id)
     assertIfMatch(locked, request.ifMatch)
@@ -104,7 +105,9 @@ export async function changeOrder (
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     })
-    if (status === 'CANCELLED' && order.status !== 'CANCELLED') ordersCancelled.inc()
+    cancelled = status === 'CANCELLED' && order.status !== 'CANCELLED'
     return { ...row, items: order.items, payment_status: payment.status }
   })
+  if (cancelled) ordersCancelled.inc() // counted once committed: a cancel rolled back never happened
+  return changed
 }

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { it } from 'node:test'
+import { sql } from 'kysely'
 import { simulatedProvider, type PaymentProvider } from '../../src/payments/provider.js'
 import { assertError, describeEachBackend, type Api, type Member } from '../helper.js'
 import { confirmedOrder, get, patch } from '../payments/fixtures.js'
@@ -131,6 +132,29 @@ describeEachBackend('metrics', (ctx) => {
     assert.equal((await patch(ctx.api, `/api/v1/orders/${other.orderId}/cancel`, admin)).statusCode, 200)
     assert.equal(await value(ctx.api, 'orders_cancelled_total'), cancelled + 2)
     assert.equal(await value(ctx.api, 'orders_placed_total'), placed + 2)
+  })
+
+  it('does not count a cancel whose transaction fails at commit (503, the order unchanged)', async () => {
+    const admin = await ctx.api.admin()
+    const owner = await ctx.api.member()
+    const product = await ctx.api.product(admin)
+    const { orderId } = await ctx.api.order(owner, [{ productId: product.productId, quantity: 1 }])
+    // The commit fails as it does when the connection drops at COMMIT: a deferred check raises 08006.
+    const db = ctx.api.app.db
+    await sql`create function fail_cancel_commit() returns trigger language plpgsql as
+      $$ begin raise exception 'connection lost' using errcode = '08006'; end $$`.execute(db)
+    await sql`create constraint trigger fail_cancel_commit after update on orders deferrable initially deferred
+      for each row when (new.status = 'CANCELLED') execute function fail_cancel_commit()`.execute(db)
+    try {
+      const cancelled = await value(ctx.api, 'orders_cancelled_total')
+      const res = await patch(ctx.api, `/api/v1/orders/${orderId}/cancel`, owner)
+      assert.equal(res.statusCode, 503, res.body)
+      assert.equal((await ctx.api.inject({ url: `/api/v1/orders/${orderId}`, headers: owner.headers })).json().data.status, 'PLACED')
+      assert.equal(await value(ctx.api, 'orders_cancelled_total'), cancelled, 'a cancel that was rolled back was counted')
+    } finally {
+      await sql`drop trigger fail_cancel_commit on orders`.execute(db)
+      await sql`drop function fail_cancel_commit()`.execute(db)
+    }
   })
 
   it('counts payments processed by outcome: declined, then approved; a re-process of a COMPLETED payment reaches no provider', async () => {
