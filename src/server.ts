@@ -11,6 +11,8 @@ const GRACE_MS = 10_000
 const PRIMARY_GRACE_MS = GRACE_MS + 2_000
 /** Message from the primary asking a worker to shut down gracefully. */
 const SHUTDOWN = 'order-service:shutdown'
+/** pino's level numbers, for the lines written where there is no pino (`jsonLogger`). */
+const LEVELS: Record<string, number> = { fatal: 60, error: 50, warn: 40, info: 30, debug: 20, trace: 10, silent: Infinity }
 
 /**
  * V8's allocation-site pretenuring off. Under sustained load V8 sometimes judged that the objects
@@ -34,9 +36,32 @@ try {
 if (config.workers > 1 && cluster.isPrimary) supervise(config.workers)
 else await serve(config)
 
-/** One server process: build the app, listen, and on SIGTERM/SIGINT stop accepting, drain, close the pool, exit 0. */
+/**
+ * One server process: build the app, listen, and on SIGTERM/SIGINT stop accepting, drain, close the
+ * pool, exit 0. A worker asked to stop while it is still starting stops once started, without listening.
+ * A start-up failure (database unreachable, DATA_DIR in use) is one JSON line and exit code 1.
+ */
 async function serve (config: Config): Promise<void> {
-  const app = await buildApp(config)
+  let stopAsked = false
+  let shutdown = () => { stopAsked = true }
+  if (cluster.isWorker) {
+    // The primary asks by message (not by signal): a Ctrl-C already signals every process of the group,
+    // and a second signal would make close-with-grace exit at once. A lost primary means shut down too.
+    process.on('message', message => { if (message === SHUTDOWN) shutdown() })
+    process.on('disconnect', () => shutdown())
+  }
+  let app: Awaited<ReturnType<typeof buildApp>>
+  try {
+    app = await buildApp(config)
+  } catch (error) {
+    const log = jsonLogger(config.logLevel, { role: cluster.isWorker ? 'worker' : 'server' })
+    log(60, { err: (error as Error).message, database: config.databaseUrl ? 'DATABASE_URL' : `DATA_DIR=${config.dataDir}` }, 'start-up failed')
+    process.exit(1)
+  }
+  if (stopAsked) {
+    await app.close()
+    process.exit(0)
+  }
   let closing = false
   const grace = closeWithGrace({ delay: GRACE_MS, logger: app.log }, async ({ signal, err }) => {
     closing = true
@@ -45,13 +70,7 @@ async function serve (config: Config): Promise<void> {
     // Stops accepting, waits for in-flight requests, then runs the onClose hooks (pool, timers).
     await app.close()
   })
-  if (cluster.isWorker) {
-    // The primary asks by message (not by signal): a Ctrl-C already signals every process of the group,
-    // and a second signal would make close-with-grace exit at once. A lost primary means shut down too.
-    const shutdown = () => { if (!closing) grace.close() }
-    process.on('message', message => { if (message === SHUTDOWN) shutdown() })
-    process.on('disconnect', shutdown)
-  }
+  shutdown = () => { if (!closing) grace.close() }
   await app.listen({ port: config.port, host: config.host })
 }
 
@@ -61,15 +80,20 @@ async function serve (config: Config): Promise<void> {
  * It serves no requests and opens no database.
  */
 function supervise (count: number): void {
-  const log = primaryLogger()
+  const log = jsonLogger(config.logLevel, { role: 'primary' })
   let stopping = false
   let listened = false
   const startedAt = new Map<Worker, number>()
 
+  const serving = new Set<Worker>()
+
   const fork = () => {
     const worker = cluster.fork()
     startedAt.set(worker, Date.now())
-    worker.once('listening', () => { listened = true })
+    worker.once('listening', () => {
+      listened = true
+      serving.add(worker)
+    })
   }
 
   cluster.on('exit', (worker, code, signal) => {
@@ -87,14 +111,19 @@ function supervise (count: number): void {
     setTimeout(fork, ranFor < 5_000 ? 1_000 : 0)
   })
 
-  /** Asks every worker to shut down gracefully; resolves with their exit codes once all have exited. */
+  /**
+   * Asks every serving worker to shut down gracefully; resolves with their exit codes once all have
+   * exited. A worker still starting may not listen for the message yet: it has served nothing, so
+   * it is stopped with SIGTERM, and that counts as a clean exit (0).
+   */
   const stopWorkers = (): Promise<Array<number | null>> => {
     stopping = true
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined)
     return Promise.all(workers.map(worker => new Promise<number | null>(resolve => {
       if (worker.isDead()) return resolve(worker.process.exitCode)
-      worker.once('exit', code => resolve(code))
-      if (worker.isConnected()) worker.send(SHUTDOWN)
+      const starting = !serving.has(worker)
+      worker.once('exit', (code, signal) => resolve(starting && signal === 'SIGTERM' ? 0 : code))
+      if (!starting && worker.isConnected()) worker.send(SHUTDOWN)
       else worker.process.kill('SIGTERM')
     })))
   }
@@ -114,10 +143,14 @@ function supervise (count: number): void {
   for (let i = 0; i < count; i++) fork()
 }
 
-/** The primary has no app and so no pino: it writes pino-shaped JSON lines to stdout itself. */
-function primaryLogger () {
-  const base = { pid: process.pid, hostname: hostname(), role: 'primary' }
-  return (level: number, fields: Record<string, unknown>, msg: string) => {
-    process.stdout.write(JSON.stringify({ level, time: Date.now(), ...base, ...fields, msg }) + '\n')
+/**
+ * Where there is no app, and so no pino (the cluster primary, a failed start-up): pino-shaped JSON
+ * lines on stdout, at or above LOG_LEVEL.
+ */
+function jsonLogger (level: string, fields: Record<string, unknown>) {
+  const base = { pid: process.pid, hostname: hostname(), ...fields }
+  const threshold = LEVELS[level] ?? LEVELS.info!
+  return (lineLevel: number, lineFields: Record<string, unknown>, msg: string) => {
+    if (lineLevel >= threshold) process.stdout.write(JSON.stringify({ level: lineLevel, time: Date.now(), ...base, ...lineFields, msg }) + '\n')
   }
 }

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Kysely, Migrator, PostgresDialect, type LogEvent, type MigrationProvider } from 'kysely'
 import pg from 'pg'
 import Cursor from 'pg-cursor'
@@ -98,10 +99,55 @@ export async function openDatabase (config: Pick<Config, 'databaseUrl' | 'databa
 
   const { PGlite } = await import('@electric-sql/pglite')
   const inMemory = config.dataDir === 'memory'
-  if (!inMemory) await mkdir(config.dataDir, { recursive: true })
+  let release = async () => {}
+  if (!inMemory) {
+    await mkdir(config.dataDir, { recursive: true })
+    release = await claimDataDir(config.dataDir)
+  }
   const pglite = new PGlite(inMemory ? undefined : config.dataDir, { parsers: { [INT8_OID]: parseInt8 } })
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite), log: logQuery })
-  return { db, kind: 'pglite', close: () => db.destroy() }
+  return { db, kind: 'pglite', close: () => db.destroy().finally(release) }
+}
+
+/** The file in DATA_DIR naming the process that has the embedded database open. */
+export const DATA_DIR_LOCK = 'order-service.pid'
+
+/**
+ * Claims DATA_DIR for this process, or refuses to start. PGlite has no lock of its own, and two
+ * processes on one directory each answer 201 to writes of which only one survives a restart. The
+ * claim is a file holding this process's id; one left by a process that has died (a crash, a
+ * `kill -9`) is taken over. Returns the release, which closing the database calls.
+ */
+async function claimDataDir (dir: string): Promise<() => Promise<void>> {
+  const file = join(dir, DATA_DIR_LOCK)
+  for (let look = 0; ; look++) {
+    try {
+      await writeFile(file, String(process.pid), { flag: 'wx' })
+      return () => rm(file, { force: true })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    const holder = Number((await readFile(file, 'utf8').catch(() => '')).trim())
+    const named = Number.isSafeInteger(holder) && holder > 0
+    if (!named && look < 10) {
+      await new Promise(resolve => setTimeout(resolve, 50)) // another process may be writing its id
+      continue
+    }
+    if (named && holder !== process.pid && isRunning(holder)) {
+      throw new Error(`DATA_DIR ${dir} is in use by process ${holder}: the embedded database serves one process at a time ` +
+        `(stop that process, or delete ${file} if it is not this service)`)
+    }
+    await rm(file, { force: true }) // left by a process that has gone
+  }
+}
+
+function isRunning (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' // exists, owned by someone else
+  }
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }
@@ -114,6 +160,7 @@ export async function migrate (db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider }).migrateToLatest()
   if (error) {
     const failed = results?.find(result => result.status === 'Error')
-    throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${String((error as Error).message ?? error)}`, { cause: error })
+    const which = failed ? `migration ${failed.migrationName} failed` : 'migrations could not run (is the database reachable?)'
+    throw new Error(`Database ${which}: ${String((error as Error).message ?? error)}`, { cause: error })
   }
 }

@@ -1,13 +1,17 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import net from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
+import { DATA_DIR_LOCK } from '../../src/db/database.js'
 import { createTestDatabase, testConfig, freePort } from '../helper.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -128,6 +132,14 @@ async function startServer (env: Record<string, string>): Promise<Server> {
   return { child, port, lines, stderr: () => stderr, exited, waitFor }
 }
 
+async function waitUntil (check: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not reached')
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+}
+
 const listening = (lines: LogLine[]) => lines.filter(line => String(line.msg).startsWith('Server listening'))
 
 /** GET over a fresh connection; resolves with the status and body. */
@@ -227,6 +239,47 @@ describe('graceful shutdown of the real server', () => {
     assert.equal(code, 1)
     assert.match(server.stderr(), /WORKERS > 1 needs DATABASE_URL: the embedded database serves one process/)
   })
+
+  it('refuses to start a second process on the same DATA_DIR, and takes over the claim of one that died', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'order-data-'))
+    const first = await startServer({ DATA_DIR: dataDir })
+    try {
+      await first.waitFor(lines => listening(lines).length === 1)
+      const second = await startServer({ DATA_DIR: dataDir })
+      const { code } = await second.exited
+      assert.equal(code, 1, second.stderr())
+      const failed = second.lines.find(line => line.msg === 'start-up failed')
+      assert.ok(failed, JSON.stringify(second.lines))
+      assert.match(String(failed.err), new RegExp(`DATA_DIR .* is in use by process ${first.child.pid}`))
+      assert.equal((await get(first.port, '/api/v1/health')).status, 200, 'the first process serves on')
+
+      first.child.kill('SIGTERM')
+      assert.equal((await first.exited).code, 0, first.stderr())
+      // A claim left by a process that is gone (kill -9) does not block the next start.
+      await writeFile(join(dataDir, DATA_DIR_LOCK), '2147483646')
+      const third = await startServer({ DATA_DIR: dataDir })
+      await third.waitFor(lines => listening(lines).length === 1)
+      third.child.kill('SIGTERM')
+      assert.equal((await third.exited).code, 0, third.stderr())
+    } finally {
+      if (first.child.exitCode === null) first.child.kill('SIGKILL')
+      await rm(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  it('reports a database it cannot reach in one JSON line naming DATABASE_URL, and exits 1', async () => {
+    const port = await freePort() // nothing listens there
+    const server = await startServer({ DATABASE_URL: `postgres://app:S3cretPw@127.0.0.1:${port}/orders` })
+    const { code } = await server.exited
+    assert.equal(code, 1)
+    const failed = server.lines.find(line => line.msg === 'start-up failed')
+    assert.ok(failed, `stdout: ${JSON.stringify(server.lines)} stderr: ${server.stderr()}`)
+    assert.equal(failed.level, 60)
+    assert.equal(failed.database, 'DATABASE_URL')
+    assert.match(String(failed.err), /is the database reachable\?/)
+    assert.equal(server.stderr(), '')
+    assert.ok(!JSON.stringify(server.lines).includes('S3cretPw'))
+  })
 })
 
 describe('WORKERS > 1 (node:cluster, PostgreSQL)', () => {
@@ -255,6 +308,37 @@ describe('WORKERS > 1 (node:cluster, PostgreSQL)', () => {
         assert.ok(server.lines.some(line => line.pid === pid && line.msg === 'shutting down'), `worker ${pid} shut down gracefully`)
         assert.throws(() => process.kill(pid, 0), 'worker process is gone')
       }
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL')
+      await database.close()
+    }
+  })
+
+  it('on SIGTERM while its workers are still starting, the primary exits 0 in time and no worker starts serving', { skip }, async () => {
+    const database = await createTestDatabase('postgres')
+    const server = await startServer({ WORKERS: '2', DATABASE_URL: database.url! })
+    try {
+      await server.waitFor(lines => lines.some(line => line.msg === 'starting workers'))
+      const signalledAt = Date.now()
+      server.child.kill('SIGTERM')
+      const { code, at } = await server.exited
+      assert.equal(code, 0, `${server.stderr()}\n${JSON.stringify(server.lines)}`)
+      assert.ok(at - signalledAt < 12_000, `exited ${at - signalledAt} ms after SIGTERM`)
+      assert.deepEqual(listening(server.lines), [], 'a worker started serving after the signal')
+    } finally {
+      if (server.child.exitCode === null) server.child.kill('SIGKILL')
+      await database.close()
+    }
+  })
+
+  it('the primary honours LOG_LEVEL: silent prints nothing', { skip }, async () => {
+    const database = await createTestDatabase('postgres')
+    const server = await startServer({ WORKERS: '2', DATABASE_URL: database.url!, LOG_LEVEL: 'silent' })
+    try {
+      await waitUntil(async () => (await get(server.port, '/api/v1/health').catch(() => ({ status: 0 }))).status === 200)
+      server.child.kill('SIGTERM')
+      assert.equal((await server.exited).code, 0, server.stderr())
+      assert.deepEqual(server.lines, [])
     } finally {
       if (server.child.exitCode === null) server.child.kill('SIGKILL')
       await database.close()
