@@ -22,7 +22,7 @@ import { memberRoutes } from './members/routes.js'
 import { bootstrapAdmin } from './members/service.js'
 import { docsRoutes } from './ops/docs.js'
 import { healthRoutes } from './ops/health.js'
-import { registerMetrics } from './ops/metrics.js'
+import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
@@ -107,9 +107,10 @@ const PURGE_INTERVAL_MS = 10 * 60 * 1000
  */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const security = securityHeaders()
+  const accessLog = new AccessLog()
   const app = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
-    logController: new AccessLog(),
+    logController: accessLog,
     // Fastify would take any X-Request-Id as is; genReqId checks it first (see requestId).
     requestIdHeader: false,
     genReqId: requestId,
@@ -127,7 +128,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       : config.trustProxy,
     bodyLimit: config.bodyLimit,
     schemaErrorFormatter,
-    frameworkErrors: frameworkErrorHandler(config, security),
+    frameworkErrors: frameworkErrorHandler(config, security, (request, reply) => {
+      accessLog.requestCompleted(null, request, reply)
+      timeRequest(request, reply)
+    }),
     ajv: { customOptions: { removeAdditional: false } },
     // Path parameters of any length reach validation (a 101-digit id is a 400 naming `id`, not a 414).
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16_384 },

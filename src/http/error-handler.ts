@@ -74,9 +74,13 @@ export function registerErrorHandling (app: FastifyInstance, config: Config): vo
 /**
  * Answers what Fastify's router refuses before any route or hook runs (a path that is not valid
  * percent-encoding): the same error envelope, with the headers the `onRequest` hook would have set.
+ * No hook runs for such a request, so `completed` (the access log line, the metrics) is called here.
  */
-export function frameworkErrorHandler (config: Config, headers: Record<string, string>) {
+export function frameworkErrorHandler (
+  config: Config, headers: Record<string, string>, completed: (request: FastifyRequest, reply: FastifyReply) => void
+) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    reply.raw.once('finish', () => completed(request, reply))
     reply.headers(headers).header('x-request-id', request.id)
     const apiError = error.code === 'FST_ERR_BAD_URL'
       ? new ApiError('MALFORMED_REQUEST', 'The request path is not valid percent-encoded UTF-8.')

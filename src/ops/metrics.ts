@@ -163,7 +163,7 @@ function outcomeOf (status: number): string {
   return 'SERVER_ERROR'
 }
 
-function timeRequest (request: FastifyRequest, reply: FastifyReply): void {
+export function timeRequest (request: FastifyRequest, reply: FastifyReply): void {
   const method = request.method
   const url = request.is404 ? undefined : request.routeOptions.url
   const uri = url === undefined ? (request.is404 ? 'NOT_FOUND' : 'UNKNOWN') : templateOf(url)

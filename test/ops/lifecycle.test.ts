@@ -63,6 +63,15 @@ describe('request ids and access log', () => {
     assert.equal(res.headers['x-request-id'], longest)
   })
 
+  it('logs a request whose path is not valid percent-encoding like any other, with its request id', async () => {
+    const res = await app.inject({ method: 'GET', url: '/api/v1/orders/%E0%A4%A', headers: { 'x-request-id': 'bad-url-1' } })
+    assert.equal(res.statusCode, 400)
+    assert.equal(res.headers['x-request-id'], 'bad-url-1')
+    const mine = lines.filter(line => line.requestId === 'bad-url-1' && line.msg === 'request completed')
+    assert.equal(mine.length, 1, JSON.stringify(lines.filter(line => line.requestId === 'bad-url-1')))
+    assert.equal(mine[0]!.statusCode, 400)
+  })
+
   it('gives every request its own generated id', async () => {
     const [a, b] = await Promise.all([1, 2].map(() => app.inject({ method: 'GET', url: '/api/v1/health' })))
     assert.notEqual(a!.headers['x-request-id'], b!.headers['x-request-id'])

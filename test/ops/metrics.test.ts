@@ -134,6 +134,13 @@ describeEachBackend('metrics', (ctx) => {
     assert.equal(await value(ctx.api, 'orders_placed_total'), placed + 2)
   })
 
+  it('counts a request whose path is not valid percent-encoding, under a bounded uri label', async () => {
+    const labels = { method: 'GET', status: '400', uri: 'NOT_FOUND' } // no route matched it
+    const before = await value(ctx.api, 'http_server_requests_seconds_count', labels)
+    assert.equal((await ctx.api.inject({ url: '/api/v1/orders/%E0%A4%A' })).statusCode, 400)
+    assert.equal(await value(ctx.api, 'http_server_requests_seconds_count', labels), before + 1)
+  })
+
   it('does not count a cancel whose transaction fails at commit (503, the order unchanged)', async () => {
     const admin = await ctx.api.admin()
     const owner = await ctx.api.member()
