@@ -54,7 +54,8 @@ async function serve (config: Config): Promise<void> {
   try {
     app = await buildApp(config)
   } catch (error) {
-    const log = jsonLogger(config.logLevel, { role: cluster.isWorker ? 'worker' : 'server' })
+    // Written even at LOG_LEVEL=silent: it is the only word on why the process exits 1.
+    const log = jsonLogger('fatal', { role: cluster.isWorker ? 'worker' : 'server' })
     log(60, { err: (error as Error).message, database: config.databaseUrl ? 'DATABASE_URL' : `DATA_DIR=${config.dataDir}` }, 'start-up failed')
     process.exit(1)
   }

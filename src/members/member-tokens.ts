@@ -32,9 +32,13 @@ export async function issueMemberToken (db: Db, memberId: number, purpose: Membe
 
 /**
  * Spends a token (once, atomically) and returns its member; a bad, expired or used one is 400
- * INVALID_TOKEN. The member's other unused tokens of the same purpose are spent with it.
+ * INVALID_TOKEN. The member's other unused tokens of the same purpose are spent with it. The member
+ * is locked before any token, as `issueMemberToken` does, so that issuing and spending at the same
+ * moment take turns instead of deadlocking.
  */
 export async function consumeMemberToken (trx: Tx, token: string, purpose: MemberTokenPurpose): Promise<number> {
+  const owner = await trx.selectFrom('member_tokens').select('member_id').where('token_hash', '=', tokenHash(token)).executeTakeFirst()
+  if (owner) await trx.selectFrom('members').select('id').where('id', '=', owner.member_id).forUpdate().execute()
   const row = await trx.updateTable('member_tokens')
     .set({ used_at: sql<Date>`now()` })
     .where('token_hash', '=', tokenHash(token)).where('purpose', '=', purpose)

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { sql } from 'kysely'
 import { buildApp } from '../../src/app.js'
-import { migrate, openDatabase } from '../../src/db/database.js'
+import { DATA_DIR_LOCK, migrate, openDatabase } from '../../src/db/database.js'
 import { migrations } from '../../src/migrations/index.js'
 import { ADMIN, createTestDatabase, testConfig } from '../helper.js'
 
@@ -42,6 +43,43 @@ describe('storage', () => {
     } finally {
       await Promise.all(handles.map(handle => handle.close()))
       await scratch.close()
+    }
+  })
+})
+
+describe('the claim on DATA_DIR', () => {
+  /** Opens the directory and waits until PGlite has started in it (closing sooner leaves it starting). */
+  const open = async (dataDir: string) => {
+    const handle = await openDatabase({ dataDir, databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true })
+    await sql`select 1`.execute(handle.db)
+    return handle
+  }
+
+  it('refuses a second handle on the same directory, and closing the first releases it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'order-claim-'))
+    try {
+      const first = await open(dataDir)
+      await assert.rejects(open(dataDir), new RegExp(`DATA_DIR .* is in use by process ${process.pid}`))
+      assert.match(await readFile(join(dataDir, DATA_DIR_LOCK), 'utf8'), new RegExp(`^${process.pid} `), 'the refused handle left the claim alone')
+      await first.close()
+      await assert.rejects(readFile(join(dataDir, DATA_DIR_LOCK)), { code: 'ENOENT' })
+      await (await open(dataDir)).close()
+    } finally {
+      await rm(dataDir, { recursive: true, force: true })
+    }
+  })
+
+  it('takes over a claim whose pid now belongs to another process (it started at another time)', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'order-claim-'))
+    try {
+      // A live pid (this one) with a start time it never had: the claim of a process that died and
+      // whose pid was reused.
+      await writeFile(join(dataDir, DATA_DIR_LOCK), `${process.pid} 1 0123456789abcdef`)
+      const handle = await open(dataDir)
+      assert.doesNotMatch(await readFile(join(dataDir, DATA_DIR_LOCK), 'utf8'), / 1 0123456789abcdef$/)
+      await handle.close()
+    } finally {
+      await rm(dataDir, { recursive: true, force: true })
     }
   })
 })
