@@ -81,7 +81,7 @@ describeEachBackend('metrics', (ctx) => {
     member = await ctx.api.member()
     const before = await value(ctx.api, 'http_server_requests_seconds_count', { uri: '/api/v1/orders/{id}', status: '404' })
     const listBefore = await value(ctx.api, 'http_server_requests_seconds_count', { method: 'GET', uri: '/api/v1/orders', status: '200', outcome: 'SUCCESS' })
-    const unmatchedBefore = await value(ctx.api, 'http_server_requests_seconds_count', { uri: 'NOT_FOUND' })
+    const unmatchedBefore = await value(ctx.api, 'http_server_requests_seconds_count', { method: 'GET', uri: 'NOT_FOUND', status: '404', outcome: 'CLIENT_ERROR' })
 
     assert.equal((await get(ctx.api, '/api/v1/orders/123', member)).statusCode, 404)
     assert.equal((await get(ctx.api, '/api/v1/orders', member)).statusCode, 200)
