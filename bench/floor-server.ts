@@ -13,7 +13,7 @@
 import http from 'node:http'
 import pg from 'pg'
 import { coalesce } from '../src/db/coalesce.js'
-import { isId64 } from '../src/db/schema.js'
+import { isId64 } from '../src/limits.js'
 import { STATEMENTS } from './ceilings.js'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) })

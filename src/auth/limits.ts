@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 
 /** Fixed-window counters: how many hits a key has had in its current window, and when it ends. */
 export interface CounterStore {

@@ -1,6 +1,6 @@
 import type { Db } from '../db/schema.js'
 import { unauthorized, type Principal } from '../http/access.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import { verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
 import { findMemberByEmail } from '../members/repository.js'
 import type { MemberRow } from '../members/table.js'

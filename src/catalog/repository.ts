@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
-import { idValue, type Database, type Db } from '../db/schema.js'
+import type { Database, Db } from '../db/schema.js'
+import { idValue } from '../db/sql.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { CreateCategoryBody, CreateProductBody, ProductStatus, PutProductBody } from './schemas.js'
 import type { CategoryRow, ProductRow } from './table.js'

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { Currency, Id, Money, Nullable, PageQuery, PathId, SliceQuery, SortQuery, Timestamp } from '../http/schemas.js'
-import { MAX_STOCK } from '../db/schema.js'
+import { MAX_STOCK } from '../limits.js'
 
 export const PRODUCT_STATUSES = ['ACTIVE', 'INACTIVE'] as const
 export const ProductStatusSchema = Type.Enum([...PRODUCT_STATUSES])

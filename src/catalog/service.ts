@@ -1,5 +1,5 @@
 import type { Db } from '../db/schema.js'
-import { ApiError, invalidParam } from '../http/errors.js'
+import { ApiError, invalidParam } from '../errors.js'
 import { pageWindow, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
 import {
   findCategory, findProduct, insertCategory, insertProduct, listCategories, listProductsNewestFirst, pageProducts,

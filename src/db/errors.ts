@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import { isStalePlan } from './prepared.js'
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN'])

@@ -1,15 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Role } from '../members/schemas.js'
-import { ApiError } from './errors.js'
+import { ApiError } from '../errors.js'
 
 /**
  * Every route declares who may call it (`config: { access }`), and one `onRequest` hook enforces it:
  * - `public`: anyone; an invalid credential is ignored (the caller is anonymous);
  * - `member`: any authenticated caller;
- * - `owner`: an authenticated caller; the use case then checks ownership (`assertOwner`) after
+ * - `owner`: an authenticated caller; the use case then checks ownership (`assertOwnerOrAdmin`) after
  *   loading the resource, because ownership is a property of the resource (CONTRACT §10 order);
  * - `admin`: the ADMIN role.
  */
+/** A member's roles (CONTRACT §4); the members feature's schemas are built from this list. */
+export const ROLES = ['USER', 'ADMIN'] as const
+export type Role = typeof ROLES[number]
+
 export const ACCESS_RULES = ['public', 'member', 'owner', 'admin'] as const
 export type Access = typeof ACCESS_RULES[number]
 

@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { translateDbError } from '../db/errors.js'
-import { ApiError, errorSlug } from './errors.js'
+import { ApiError, errorSlug } from '../errors.js'
 
 const FASTIFY_ERRORS: Record<string, () => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>

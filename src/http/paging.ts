@@ -1,5 +1,5 @@
-import { isStorableTime } from '../db/schema.js'
-import { invalidParam } from './errors.js'
+import { isStorableTime } from '../limits.js'
+import { invalidParam } from '../errors.js'
 import { DEFAULT_SLICE_SIZE } from './schemas.js'
 
 /** A position in a newest-first list: the last row's creation time and id. */

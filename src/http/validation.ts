@@ -3,8 +3,8 @@ import type { DataValidationCxt } from 'ajv/dist/types/index.js'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
-import { isId64, isStorableTime } from '../db/schema.js'
-import { ApiError, type InvalidParam } from './errors.js'
+import { isId64, isStorableTime } from '../limits.js'
+import { ApiError, type InvalidParam } from '../errors.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
 const addFormats = addFormatsModule.default

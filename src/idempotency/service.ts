@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
-import { ApiError, invalidParam } from '../http/errors.js'
+import { ApiError, invalidParam } from '../errors.js'
 
 /** 1..255 printable ASCII characters (CONTRACT §3). */
 const KEY = /^[\x20-\x7E]{1,255}$/

@@ -1,9 +1,10 @@
 import { sql } from 'kysely'
 import { randomToken, tokenHash } from '../auth/secrets.js'
 import type { ApiKeyRow } from '../auth/table.js'
-import { idValue, type Db } from '../db/schema.js'
+import type { Db } from '../db/schema.js'
+import { idValue } from '../db/sql.js'
 import type { Principal } from '../http/access.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import type { ApiKey, CreatedApiKey } from './schemas.js'
 
 const SECRET_PREFIX = 'osk_'

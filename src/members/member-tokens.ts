@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
 import { randomToken, tokenHash } from '../auth/secrets.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import type { MemberTokenPurpose } from './table.js'
 
 export const TOKEN_TTL_MS: Readonly<Record<MemberTokenPurpose, number>> = {

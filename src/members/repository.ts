@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
-import { idValue, type Db } from '../db/schema.js'
+import type { Db } from '../db/schema.js'
+import { idValue } from '../db/sql.js'
 import type { Sort } from '../http/paging.js'
 import type { MemberStatus, Role } from './schemas.js'
 import type { MemberRow } from './table.js'

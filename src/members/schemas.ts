@@ -1,7 +1,8 @@
+import { ROLES } from '../http/access.js'
 import { Type, type Static } from 'typebox'
 import { Id, PageQuery, PathId, SortQuery, Timestamp } from '../http/schemas.js'
 
-export const RoleSchema = Type.Enum(['USER', 'ADMIN'])
+export const RoleSchema = Type.Enum([...ROLES])
 export type Role = Static<typeof RoleSchema>
 
 export const MemberStatusSchema = Type.Enum(['ACTIVE', 'SUSPENDED'])

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client'
 import { observeQueries, type DatabaseHandle, type PoolStats, type QueryKind } from '../db/database.js'
-import { ApiError, invalidParam } from '../http/errors.js'
+import { ApiError, invalidParam } from '../errors.js'
 
 /*
  * Prometheus metrics and the actuator metrics endpoints (CONTRACT §8, §10).

@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import { ordersCancelled } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { lockPayment } from '../payments/repository.js'

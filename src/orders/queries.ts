@@ -1,6 +1,6 @@
 import type { Db } from '../db/schema.js'
 import { assertOwnerOrAdmin, isAdmin, type Principal } from '../http/access.js'
-import { ApiError } from '../http/errors.js'
+import { ApiError } from '../errors.js'
 import { pageWindow, parseList, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
 import { findHistory, findOrder, listOrders, pageOrders, type OrderFilter, type OrderWithItems } from './repository.js'
 import { ORDER_SORT, ORDER_STATUSES, type AdminOrderSearchQuery, type HistoryEntry, type OrderSearchQuery } from './schemas.js'

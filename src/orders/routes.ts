@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { principalOf } from '../http/access.js'
-import { invalidParam } from '../http/errors.js'
+import { invalidParam } from '../errors.js'
 import { Envelope, IdParams, Slice, ok } from '../http/schemas.js'
 import { idempotencyKeyOf } from '../idempotency/service.js'
 import type { PaymentProvider } from '../payments/provider.js'

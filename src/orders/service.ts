@@ -1,7 +1,7 @@
 import type { Config } from '../config.js'
 import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
-import { ApiError, invalidParam, type InvalidParam } from '../http/errors.js'
+import { ApiError, invalidParam, type InvalidParam } from '../errors.js'
 import { runIdempotent } from '../idempotency/service.js'
 import { ordersPlaced } from '../ops/metrics.js'
 import { insertOrder, lockProducts, memberExists } from './repository.js'

@@ -1,5 +1,6 @@
 import { sql } from 'kysely'
-import { idValue, type Db, type Tx } from '../db/schema.js'
+import type { Db, Tx } from '../db/schema.js'
+import { idValue } from '../db/sql.js'
 import type { KeysetPosition } from '../http/paging.js'
 import type { PaymentsTable, PaymentRow } from './table.js'
 import type { Updateable } from 'kysely'

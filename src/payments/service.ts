@@ -1,7 +1,7 @@
 import type { Config } from '../config.js'
 import type { Db, Tx } from '../db/schema.js'
 import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
-import { ApiError, invalidParam } from '../http/errors.js'
+import { ApiError, invalidParam } from '../errors.js'
 import { sliceWindow, toSlice } from '../http/paging.js'
 import { runIdempotent } from '../idempotency/service.js'
 import { meteredCharge } from '../ops/metrics.js'

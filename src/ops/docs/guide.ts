@@ -1,4 +1,4 @@
-import { ERRORS, errorSlug, type ErrorCode } from '../../http/errors.js'
+import { ERRORS, errorSlug, type ErrorCode } from '../../errors.js'
 import { escape, table } from './html.js'
 
 /** What the guide needs from the configuration (values shown in examples). */
