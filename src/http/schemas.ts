@@ -26,6 +26,20 @@ export const Currency = Type.String({ pattern: '^[A-Z]{3}$', examples: ['USD'] }
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+/** The idempotency key rule (CONTRACT §3): 1..255 printable ASCII characters; UUID v4 recommended. */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x20-\\x7E]{1,255}$'
+
+/** The body's `idempotencyKey`, in every body that may carry one. */
+export const IdempotencyKeyField = Type.Optional(Type.String({
+  pattern: IDEMPOTENCY_KEY_PATTERN,
+  description: 'Alternative to the Idempotency-Key header',
+}))
+
+/** The `Idempotency-Key` header, on every route that takes a key. */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({ description: '1..255 printable ASCII characters; a UUID v4 is recommended' })),
+})
+
 export const DEFAULT_SLICE_SIZE = 20
 /** Far beyond any real list, and small enough that page × size is an offset the database accepts. */
 export const MAX_PAGE = 1_000_000

@@ -4,12 +4,12 @@ import { Envelope, IdParams, Page, ok } from '../http/schemas.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { exportOrdersCsv } from './export.js'
 import { changeOrder } from './lifecycle.js'
-import { getOrder, pageAllOrders } from './queries.js'
+import { etagOf, toOrderDetail } from './mapper.js'
 import {
   AdminOrderExportQuery, AdminOrderListQuery, AdminOrderSearchQuery, AdminPatchOrderBody, IfMatchHeaders, OrderDetail,
   OrderSummary,
 } from './schemas.js'
-import { sendOrder } from './views.js'
+import { getOrder, pageAllOrders } from './service.js'
 
 /** The back office's orders: every customer's, soft-deleted ones included. */
 export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
@@ -73,7 +73,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return sendOrder(reply, order, principal)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
   })
 
   app.patch('/api/v1/admin/orders/:id', {
@@ -96,6 +96,6 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
       memo: memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return sendOrder(reply, order, principal)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
   })
 }

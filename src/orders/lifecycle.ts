@@ -7,9 +7,9 @@ import { lockPayment } from '../payments/repository.js'
 import { openPayment, settlePayment } from '../payments/service.js'
 import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
-import { VERB_TARGET, addressEditable, canTransition, holdsReservation, mayApply, verbFor } from './status.js'
-import { assertVisible } from './queries.js'
-import { deliveryBlocker, etagOf } from './views.js'
+import { etagOf } from './mapper.js'
+import { assertVisible } from './service.js'
+import { VERB_TARGET, addressEditable, canTransition, deliveryBlocker, holdsReservation, mayApply, verbFor } from './status.js'
 
 /** What a caller asks to change; `undefined` leaves a field as it is, `null` clears it. */
 export interface OrderChangeRequest {

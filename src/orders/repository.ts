@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
 import type { Database, Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
@@ -21,21 +21,23 @@ const itemsJson = sql<OrderItem[]>`coalesce((
 /** The status of the order's payment, if it has one (delivery depends on it). */
 const paymentStatus = sql<PaymentStatus | null>`(select p.status from payments p where p.id = orders.payment_id)`
 
+/** Orders as the detail shows them: the row, its items and its payment's status. */
+const selectOrders = (db: Db) =>
+  db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
+
 const orderReaders = new WeakMap<Db, (id: string) => Promise<OrderWithItems | undefined>>()
 
 /** The orders with these ids (bigint text), by id. */
 async function readOrders (db: Db, ids: string[]): Promise<Map<string, OrderWithItems>> {
-  const rows = await db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
-    .where('id', '=', sql<number>`any(cast(${ids} as bigint[]))`).execute()
+  const rows = await selectOrders(db).where('id', '=', sql<number>`any(cast(${ids} as bigint[]))`).execute()
   return new Map(rows.map(row => [String(row.id), row]))
 }
 
 /**
  * The order with its items, or `undefined`. Outside a transaction, the reads asked for in the same
- * turn of the event loop share one statement (`coalesce`), which under load more than halves what a
- * `GET /orders/{id}` costs; they also share its failure, and callers asking for the same order get
- * the same (read-only) row. An id that is not a bigint is answered here, before it can join a
- * statement and fail it for the others.
+ * turn of the event loop share one statement (`coalesce`; measured in bench/RESULTS.md); they also
+ * share its failure, and callers asking for the same order get the same (read-only) row. An id that
+ * is not a bigint is answered here, before it can join a statement and fail it for the others.
  */
 export function findOrder (db: Db, id: string | number): Promise<OrderWithItems | undefined> {
   const key = String(id)
@@ -51,8 +53,7 @@ export function findOrder (db: Db, id: string | number): Promise<OrderWithItems 
 
 /** Locks the order row for the rest of the transaction. */
 export function lockOrder (trx: Tx, id: string | number): Promise<OrderWithItems | undefined> {
-  return trx.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
-    .where('id', '=', idValue(id)).forUpdate('orders').executeTakeFirst()
+  return selectOrders(trx).where('id', '=', idValue(id)).forUpdate('orders').executeTakeFirst()
 }
 
 export interface LockedProduct {
@@ -63,8 +64,11 @@ export interface LockedProduct {
   status: string
 }
 
-/** Locks the products in id order (so concurrent orders never deadlock) and returns them. */
-export function lockProducts (trx: Tx, ids: readonly number[]): Promise<LockedProduct[]> {
+/**
+ * Locks the products' rows, and so their stock, in id order (so concurrent orders never deadlock),
+ * and returns them: what the create checks its items against before reserving.
+ */
+export function lockProductStock (trx: Tx, ids: readonly number[]): Promise<LockedProduct[]> {
   return trx.selectFrom('products').select(['id', 'name', 'price', 'stock_quantity', 'status'])
     .where('id', 'in', ids).orderBy('id').forUpdate().execute()
 }
@@ -84,10 +88,10 @@ export interface NewOrder {
 }
 
 /**
- * Reserves the stock, inserts the order, its items and its first history entry: one statement.
- * The caller has locked the products and checked the stock.
+ * Reserves the stock (takes each item's quantity off its product), inserts the order, its items and
+ * its first history entry: one statement. The caller has locked the products and checked the stock.
  */
-export async function insertOrder (trx: Tx, order: NewOrder): Promise<OrderRow> {
+export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Promise<OrderRow> {
   const values = sql.join(order.items.map((item, position) =>
     sql`(${position}::smallint, ${item.productId}::bigint, ${item.productName}::text, ${item.quantity}::integer, ${item.unitPrice}::bigint, ${item.lineTotal}::bigint)`))
   const { rows } = await sql<OrderRow>`
@@ -183,7 +187,7 @@ export interface OrderFilter {
 }
 
 /** Column names are qualified: the export joins members and payments, which have a status too. */
-function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filter: OrderFilter): Expression<SqlBool> {
+export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filter: OrderFilter): Expression<SqlBool> {
   const conditions: Array<Expression<SqlBool>> = []
   if (filter.customerId !== undefined) conditions.push(eb('orders.customer_id', '=', filter.customerId))
   // A literal, not a parameter: only then can a prepared statement's generic plan prove that it
@@ -233,67 +237,4 @@ export async function pageOrders (
     matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
-}
-
-/**
- * One text value as a CSV field (RFC 4180), written by PostgreSQL: quoted when it holds a comma,
- * quote or line break, with quotes doubled. Text that a spreadsheet would run as a formula
- * (starting with = + - @, tab or CR) gets a leading `'`. NULL stays NULL, which `concat` writes as
- * an empty field. Most values need neither, and one match tells: half the cost of testing both.
- * (In PostgreSQL's regular expressions, `\t`, `\r` and `\n` are tab, CR and LF.)
- */
-function csvText (column: string): RawBuilder<string | null> {
-  const value = sql.ref(column)
-  const guarded = sql`case when ${value} ~ '^[-=+@\\t\\r]' then '''' || ${value} else ${value} end`
-  const quoted = sql`case when ${value} ~ '[",\\r\\n]' then '"' || replace(${guarded}, '"', '""') || '"' else ${guarded} end`
-  return sql`case when ${value} ~ '^[-=+@\\t\\r]|[",\\r\\n]' then ${quoted} else ${value} end`
-}
-
-/** A timestamp as the API writes it (`2026-11-23T14:05:09.120Z`). */
-const isoTimestamp = (column: string): RawBuilder<string> =>
-  sql`to_char(${sql.ref(column)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
-
-/**
- * The CSV export's columns in order: the header's name and the field. Numbers, statuses and
- * timestamps never need quoting; free text goes through csvText.
- */
-const EXPORT_COLUMNS: ReadonlyArray<readonly [string, RawBuilder<unknown>]> = [
-  ['orderId', sql.ref('orders.id')],
-  ['customerId', sql.ref('orders.customer_id')],
-  ['customerEmail', csvText('members.email')],
-  ['status', sql.ref('orders.status')],
-  ['itemCount', sql.ref('orders.item_count')],
-  ['totalAmount', sql.ref('orders.total_amount')],
-  ['currency', sql`rtrim(${sql.ref('orders.currency')})`],
-  ['paymentId', sql.ref('orders.payment_id')],
-  ['paymentStatus', sql.ref('payments.status')],
-  ['shippingAddress', csvText('orders.shipping_address')],
-  ['memo', csvText('orders.memo')],
-  ['createdAt', isoTimestamp('orders.created_at')],
-  ['updatedAt', isoTimestamp('orders.updated_at')],
-]
-
-/** The export's header line. */
-export const EXPORT_HEADER = EXPORT_COLUMNS.map(([name]) => name).join(',') + '\r\n'
-
-/**
- * One order as a whole CSV record, CRLF included, built by PostgreSQL (`concat` writes NULL as
- * nothing). Parsing thirteen columns per row in Node and formatting them again cost the service
- * about 7 µs a row; one text column costs it under 3 µs, and PostgreSQL about 2 µs more than
- * before (bench/RESULTS.md).
- */
-const exportRecord = sql<string>`concat(${sql.join(EXPORT_COLUMNS.map(([, field]) => field), sql`, ',', `)}, E'\\r\\n')`
-
-/**
- * Every matching order as a CSV record, through a database cursor, `chunkSize` rows at a time:
- * memory stays the same however many orders match.
- */
-export function streamOrderRecords (db: Db, filter: OrderFilter & { sort: Sort<OrderSortColumn> }, chunkSize = 2000): AsyncIterableIterator<{ record: string }> {
-  return db.selectFrom('orders')
-    .innerJoin('members', 'members.id', 'orders.customer_id')
-    .leftJoin('payments', 'payments.id', 'orders.payment_id')
-    .select(exportRecord.as('record'))
-    .where(eb => orderConditions(eb as unknown as ExpressionBuilder<Database, 'orders'>, filter))
-    .orderBy(`orders.${filter.sort.column}`, filter.sort.direction).orderBy('orders.id', filter.sort.direction)
-    .stream(chunkSize)
 }

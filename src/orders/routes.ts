@@ -1,18 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { principalOf } from '../http/access.js'
 import { invalidParam } from '../errors.js'
-import { Envelope, IdParams, Slice, ok } from '../http/schemas.js'
-import { idempotencyKeyOf } from '../idempotency/service.js'
+import { principalOf } from '../http/access.js'
+import { idempotencyKeyOf, sendAnswer } from '../http/idempotency.js'
+import { Envelope, IdParams, IdempotencyHeaders, Slice, ok } from '../http/schemas.js'
+import { answerOnce } from '../idempotency/service.js'
+import { ordersPlaced } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { changeOrder } from './lifecycle.js'
-import { getOrder, getOrderHistory, listOwnOrders } from './queries.js'
+import { etagOf, toOrderDetail } from './mapper.js'
 import {
-  CreateOrderBody, CreateOrderHeaders, HistoryEntry, IfMatchHeaders, OrderDetail, OrderItem, OrderListQuery,
+  CreateOrderBody, HistoryEntry, IfMatchHeaders, OrderDetail, OrderItem, OrderListQuery,
   OrderSearchQuery, OrderSummary, PatchOrderBody, PutOrderBody, type Verb,
 } from './schemas.js'
-import { createOrder } from './service.js'
-import { sendOrder } from './views.js'
+import { assertOrderRequest, getOrder, getOrderHistory, listOwnOrders, placeOrder } from './service.js'
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
   const tags = ['orders']
@@ -24,18 +25,21 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       operationId: 'placeOrder',
       summary: 'Place an order',
       description: 'Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.',
-      headers: CreateOrderHeaders,
+      headers: IdempotencyHeaders,
       body: CreateOrderBody,
       response: { 200: Envelope(OrderDetail), 201: Envelope(OrderDetail) },
     },
   }, async (request, reply) => {
+    const principal = principalOf(request)
     const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
-    const created = await createOrder(app.db, app.config, principalOf(request), request.body, key)
-    if (created.replayed) reply.header('Idempotent-Replayed', 'true')
-    return reply.code(created.replayed ? 200 : 201)
-      .header('Location', created.location)
-      .header('ETag', `"${created.order.version}"`)
-      .send(ok(created.order))
+    assertOrderRequest(principal, request.body)
+    const once = { scope: { memberId: principal.memberId, method: 'POST', path: '/api/v1/orders' }, key, body: request.body, ttlMs: app.config.idempotencyTtlMs }
+    const outcome = await app.db.transaction().execute(trx => answerOnce(trx, once, async () => {
+      const order = await placeOrder(trx, app.config.currency, principal, request.body)
+      return { status: 201, body: toOrderDetail(order, principal), location: `/api/v1/orders/${order.id}` }
+    }))
+    if ('replayed' in outcome && !outcome.replayed) ordersPlaced.inc() // once committed, never on a replay
+    return sendAnswer(reply, outcome, order => ({ ETag: etagOf(order) }))
   })
 
   app.get('/api/v1/orders', {
@@ -75,7 +79,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return sendOrder(reply, order, principal)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
   })
 
   app.get('/api/v1/orders/:id/items', {
@@ -146,7 +150,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       ...request.body,
       ifMatch: request.headers['if-match'],
     })
-    return sendOrder(reply, order, principal)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
   })
 
   app.patch('/api/v1/orders/:id', {
@@ -169,6 +173,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       memo: request.body.memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return sendOrder(reply, order, principal)
+    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
   })
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../members/schemas.js'
-import { Currency, Id, Money, Nullable, PageQuery, SliceQuery, SortQuery, Timestamp, TimestampQuery } from '../http/schemas.js'
+import { Currency, Id, IdempotencyKeyField, Money, Nullable, PageQuery, SliceQuery, SortQuery, Timestamp, TimestampQuery } from '../http/schemas.js'
 
 export const ORDER_STATUSES = ['PENDING', 'PLACED', 'CONFIRMED', 'DELIVERED', 'CANCELLED', 'DELETED'] as const
 export const OrderStatusSchema = Type.Enum([...ORDER_STATUSES])
@@ -14,9 +14,6 @@ export type Verb = Static<typeof VerbSchema>
 export const OrderActionSchema = Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update'])
 export type OrderAction = Static<typeof OrderActionSchema>
 
-/** 1..255 printable ASCII characters (CONTRACT §3); UUID v4 recommended. */
-export const IDEMPOTENCY_KEY_PATTERN = '^[\\x20-\\x7E]{1,255}$'
-
 const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
 const Memo = Type.String({ maxLength: 1000, examples: ['Leave at the door'] })
 
@@ -26,15 +23,11 @@ export const CreateOrderBody = Type.Object({
     productId: Id,
     quantity: Type.Integer({ minimum: 1, maximum: 10_000 }),
   }, { additionalProperties: false }), { minItems: 1, maxItems: 100 }),
-  idempotencyKey: Type.Optional(Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'Alternative to the Idempotency-Key header' })),
+  idempotencyKey: IdempotencyKeyField,
   shippingAddress: Type.Optional(Nullable(ShippingAddress)),
   memo: Type.Optional(Nullable(Memo)),
 }, { additionalProperties: false })
 export type CreateOrderBody = Static<typeof CreateOrderBody>
-
-export const CreateOrderHeaders = Type.Object({
-  'idempotency-key': Type.Optional(Type.String({ description: '1..255 printable ASCII characters; a UUID v4 is recommended' })),
-})
 
 export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'The ETag of the version being changed; a mismatch is 412' })),

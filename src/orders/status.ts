@@ -1,3 +1,5 @@
+import { isAdmin, type Principal } from '../http/access.js'
+import { isCaptured, type PaymentStatus } from '../payments/schemas.js'
 import type { OrderStatus, Verb } from './schemas.js'
 
 /**
@@ -50,3 +52,24 @@ export function holdsReservation (status: OrderStatus): boolean {
 
 /** The shipping address may change only while the order has not shipped or ended. */
 export const addressEditable = holdsReservation
+
+/** Delivery needs a captured payment (COMPLETED or PARTIALLY_REFUNDED); why not, if it cannot happen. */
+export function deliveryBlocker (order: { payment_status: PaymentStatus | null }): string | undefined {
+  if (isCaptured(order.payment_status)) return undefined
+  return order.payment_status === null
+    ? 'it has no payment'
+    : `its payment is ${order.payment_status}; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment`
+}
+
+const VERBS = Object.keys(VERB_TARGET) as Verb[]
+
+/** The verbs this caller may apply to the order now (ones that would change it). */
+export function allowedActions (
+  order: { customer_id: number, status: OrderStatus, payment_status: PaymentStatus | null }, principal: Principal
+): Verb[] {
+  const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
+  return VERBS.filter(verb =>
+    mayApply(verb, caller) &&
+    canTransition(order.status, VERB_TARGET[verb]) &&
+    (verb !== 'deliver' || deliveryBlocker(order) === undefined))
+}

@@ -1,19 +1,34 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { principalOf } from '../http/access.js'
-import { Envelope, IdParams, Slice, ok } from '../http/schemas.js'
-import { idempotencyKeyOf } from '../idempotency/service.js'
-import { CreateOrderHeaders } from '../orders/schemas.js'
+import type { Config } from '../config.js'
+import { principalOf, type Principal } from '../http/access.js'
+import { idempotencyKeyOf, sendAnswer } from '../http/idempotency.js'
+import { Envelope, IdParams, IdempotencyHeaders, Slice, ok } from '../http/schemas.js'
+import { answerOnce, type KeyedRequest } from '../idempotency/service.js'
 import type { PaymentProvider } from './provider.js'
 import { Payment, PaymentHistoryQuery, ProcessPaymentBody, RefundPaymentBody } from './schemas.js'
-import { getPayment, listPaymentHistory, processPayment, refundPayment, type PaymentResult } from './service.js'
+import { getPayment, listPaymentHistory, paymentDeclined, processPayment, refundPayment, toPayment } from './service.js'
+
+interface VerbRequest {
+  params: { id: string }
+  headers: { 'idempotency-key'?: string }
+  body: { idempotencyKey?: string }
+}
+
+/** A payment verb's idempotency: scope caller × PATCH × the verb's path (CONTRACT §3). */
+function keyedRequest (
+  request: VerbRequest, principal: Principal, verb: 'process' | 'refund', config: Pick<Config, 'idempotencyTtlMs'>
+): KeyedRequest {
+  return {
+    scope: { memberId: principal.memberId, method: 'PATCH', path: `/api/v1/payments/${request.params.id}/${verb}` },
+    key: idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey),
+    body: request.body,
+    ttlMs: config.idempotencyTtlMs,
+  }
+}
 
 export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
   const tags = ['payments']
   const replayNote = 'With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`.'
-  const answer = (result: PaymentResult, reply: { header: (name: string, value: string) => unknown }) => {
-    if (result.replayed) reply.header('Idempotent-Replayed', 'true')
-    return ok(result.payment)
-  }
 
   app.get('/api/v1/payments/history', {
     config: { access: 'member' },
@@ -47,14 +62,18 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
       summary: 'Pay: charge the payment through the payment provider (its customer only)',
       description: `PENDING or FAILED → COMPLETED, or FAILED with 402 when the provider declines (it may be processed again). A COMPLETED payment is answered as it is. ${replayNote}`,
       params: IdParams,
-      headers: CreateOrderHeaders,
+      headers: IdempotencyHeaders,
       body: ProcessPaymentBody,
       response: { 200: Envelope(Payment) },
     },
   }, async (request, reply) => {
-    const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
-    const command = { provider: paymentProvider, config: app.config, principal: principalOf(request), id: request.params.id, key }
-    return answer(await processPayment(app.db, command, request.body), reply)
+    const command = { provider: paymentProvider, principal: principalOf(request), id: request.params.id }
+    const once = keyedRequest(request, command.principal, 'process', app.config)
+    const outcome = await app.db.transaction().execute(trx => answerOnce(trx, once, async () => {
+      const { payment, declined } = await processPayment(trx, command, request.body)
+      return declined ? { failure: paymentDeclined(payment) } : { status: 200, body: toPayment(payment) }
+    }))
+    return sendAnswer(reply, outcome)
   })
 
   app.patch('/api/v1/payments/:id/refund', {
@@ -65,15 +84,17 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
       summary: 'Refund a payment, fully or in part (admin)',
       description: `Without \`amount\`, refunds everything not yet refunded. Never more than is left. ${replayNote}`,
       params: IdParams,
-      headers: CreateOrderHeaders,
+      headers: IdempotencyHeaders,
       body: RefundPaymentBody,
       // The body is optional: none at all means a full refund (a JSON null is still a malformed body).
       'x-optional-body': true,
       response: { 200: Envelope(Payment) },
     },
   }, async (request, reply) => {
-    const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
-    const command = { provider: paymentProvider, config: app.config, principal: principalOf(request), id: request.params.id, key }
-    return answer(await refundPayment(app.db, command, request.body), reply)
+    const command = { provider: paymentProvider, principal: principalOf(request), id: request.params.id }
+    const once = keyedRequest(request, command.principal, 'refund', app.config)
+    const outcome = await app.db.transaction().execute(trx => answerOnce(trx, once, async () =>
+      ({ status: 200, body: toPayment(await refundPayment(trx, command, request.body)) })))
+    return sendAnswer(reply, outcome)
   })
 }

@@ -1,10 +1,12 @@
 import { Type, type Static } from 'typebox'
-import { Currency, Id, Money, Nullable, SliceQuery, Timestamp } from '../http/schemas.js'
-import { IDEMPOTENCY_KEY_PATTERN } from '../orders/schemas.js'
+import { Currency, Id, IdempotencyKeyField, Money, Nullable, SliceQuery, Timestamp } from '../http/schemas.js'
 
 export const PAYMENT_STATUSES = ['PENDING', 'COMPLETED', 'FAILED', 'PARTIALLY_REFUNDED', 'REFUNDED', 'CANCELLED'] as const
 export const PaymentStatusSchema = Type.Enum([...PAYMENT_STATUSES])
 export type PaymentStatus = Static<typeof PaymentStatusSchema>
+
+/** Money has been captured and not all of it returned (a refund or a delivery needs this). */
+export const isCaptured = (status: PaymentStatus | null) => status === 'COMPLETED' || status === 'PARTIALLY_REFUNDED'
 
 export const Payment = Type.Object({
   paymentId: Id,
@@ -20,8 +22,6 @@ export const Payment = Type.Object({
 })
 export type Payment = Static<typeof Payment>
 
-const IdempotencyKey = Type.Optional(Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN, description: 'Alternative to the Idempotency-Key header' }))
-
 export const ProcessPaymentBody = Type.Object({
   paymentMethodToken: Type.String({
     minLength: 1,
@@ -29,13 +29,13 @@ export const ProcessPaymentBody = Type.Object({
     description: 'A token from the payment provider for the customer\'s card or wallet. The simulated provider declines `tok_declined` and approves anything else.',
     examples: ['tok_visa'],
   }),
-  idempotencyKey: IdempotencyKey,
+  idempotencyKey: IdempotencyKeyField,
 }, { additionalProperties: false })
 export type ProcessPaymentBody = Static<typeof ProcessPaymentBody>
 
 export const RefundPaymentBody = Type.Object({
   amount: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Minor units; absent = everything not yet refunded' })),
-  idempotencyKey: IdempotencyKey,
+  idempotencyKey: IdempotencyKeyField,
 }, { additionalProperties: false })
 export type RefundPaymentBody = Static<typeof RefundPaymentBody>
 

@@ -1,13 +1,11 @@
-import type { Config } from '../config.js'
 import type { Db, Tx } from '../db/schema.js'
 import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../errors.js'
 import { sliceWindow, toSlice } from '../http/paging.js'
-import { runIdempotent } from '../idempotency/service.js'
 import { meteredCharge } from '../ops/metrics.js'
 import type { PaymentProvider } from './provider.js'
 import { findPayment, insertPayment, insertRefund, listCustomerPayments, lockPayment, updatePayment } from './repository.js'
-import type { Payment, PaymentHistoryQuery, PaymentStatus, ProcessPaymentBody, RefundPaymentBody } from './schemas.js'
+import { isCaptured, type Payment, type PaymentHistoryQuery, type PaymentStatus, type ProcessPaymentBody, type RefundPaymentBody } from './schemas.js'
 import type { PaymentRow } from './table.js'
 
 export function toPayment (row: PaymentRow): Payment {
@@ -24,9 +22,6 @@ export function toPayment (row: PaymentRow): Payment {
     updatedAt: row.updated_at.toISOString(),
   }
 }
-
-/** Money has been captured and not all of it returned. */
-export const isCaptured = (status: PaymentStatus | null) => status === 'COMPLETED' || status === 'PARTIALLY_REFUNDED'
 
 /**
  * Calls the provider; an error from it (unreachable, timed out, refused a refund) becomes a 503 and
@@ -100,105 +95,80 @@ export async function listPaymentHistory (db: Db, principal: Principal, query: P
   return toSlice(rows, size, toPayment)
 }
 
+/** A payment verb's caller and target: the payment id as it appears in the path. */
 export interface PaymentCommand {
   provider: PaymentProvider
-  config: Pick<Config, 'idempotencyTtlMs'>
   principal: Principal
-  /** The payment id as it appears in the path. */
   id: string
-  key: string | undefined
 }
 
-export interface PaymentResult {
-  payment: Payment
-  replayed: boolean
+/** The payment to change, locked for the rest of the transaction; 404 when there is none. */
+async function lockExisting (trx: Tx, id: string): Promise<PaymentRow> {
+  const payment = await lockPayment(trx, id)
+  if (!payment) throw notFound(id)
+  return payment
 }
 
-/**
- * Runs a payment verb once per idempotency key (scope: caller × PATCH × path), in one transaction
- * holding the payment's lock; `work` returns the status to answer and the payment as it is after.
- */
-async function runPaymentVerb (
-  db: Db,
-  command: PaymentCommand,
-  verb: 'process' | 'refund',
-  body: Record<string, unknown>,
-  work: (trx: Tx, payment: PaymentRow) => Promise<{ status: number, payment: PaymentRow }>
-): Promise<PaymentResult & { status: number }> {
-  const { replayed, response } = await runIdempotent(db, command.config.idempotencyTtlMs, {
-    scope: { memberId: command.principal.memberId, method: 'PATCH', path: `/api/v1/payments/${command.id}/${verb}` },
-    key: command.key,
-    body,
-  }, async (trx) => {
-    const payment = await lockPayment(trx, command.id)
-    if (!payment) throw notFound(command.id)
-    const result = await work(trx, payment)
-    return { status: result.status, body: toPayment(result.payment), location: null }
-  })
-  return { replayed, status: response.status, payment: response.body as Payment }
+/** The error of a declined charge: the payment is FAILED (committed) and may be processed again. */
+export function paymentDeclined (payment: PaymentRow): ApiError {
+  return new ApiError('PAYMENT_DECLINED', `The payment provider declined the payment: ${payment.failure_reason ?? 'no reason given'} The payment is FAILED and may be processed again with another payment method.`)
 }
 
 /**
- * Charges a PENDING or FAILED payment (the order's customer only). Approved → COMPLETED. Declined →
- * FAILED, committed, and then a 402; it may be processed again. COMPLETED or PARTIALLY_REFUNDED →
- * 200 and nothing changes, whatever the token; REFUNDED or CANCELLED → 400.
+ * Charges a PENDING or FAILED payment (the order's customer only), in the caller's transaction.
+ * Approved → COMPLETED. Declined → FAILED, with `declined` set: the caller commits it and answers
+ * 402; it may be processed again. COMPLETED or PARTIALLY_REFUNDED → unchanged, whatever the token;
+ * REFUNDED or CANCELLED → 400.
  */
-export async function processPayment (db: Db, command: PaymentCommand, body: ProcessPaymentBody): Promise<PaymentResult> {
-  const { provider, principal } = command
-  const result = await runPaymentVerb(db, command, 'process', body, async (trx, payment) => {
-    if (payment.customer_id !== principal.memberId) {
-      throw new ApiError('ACCESS_DENIED', 'Only the customer who placed the order may pay for it.')
-    }
-    if (isCaptured(payment.status)) return { status: 200, payment }
-    if (payment.status !== 'PENDING' && payment.status !== 'FAILED') {
-      throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot process a payment that is ${payment.status}.`)
-    }
-    const attempt = payment.attempts + 1
-    // Counted in payments_processed_total as approved, declined or error (src/ops/metrics.ts).
-    const charge = await viaProvider(() => meteredCharge(() => provider.charge({
-      paymentId: payment.id,
-      orderId: payment.order_id,
-      amount: payment.amount,
-      currency: payment.currency.trim(),
-      paymentMethodToken: body.paymentMethodToken,
-      idempotencyKey: `payment-${payment.id}-attempt-${attempt}`,
-    })))
-    if (!charge.approved) {
-      // A failure outcome: committed, not kept for replay (runIdempotent), answered with 402 below.
-      return { status: 402, payment: await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason }) }
-    }
-    return {
-      status: 200,
-      payment: await updatePayment(trx, payment.id, {
-        status: 'COMPLETED',
-        attempts: attempt,
-        method: charge.method,
-        provider: provider.name,
-        provider_reference: charge.reference,
-        failure_reason: null,
-      }),
-    }
-  })
-  if (result.status === 402) {
-    throw new ApiError('PAYMENT_DECLINED', `The payment provider declined the payment: ${result.payment.failureReason ?? 'no reason given'} The payment is FAILED and may be processed again with another payment method.`)
+export async function processPayment (
+  trx: Tx, { provider, principal, id }: PaymentCommand, body: ProcessPaymentBody
+): Promise<{ payment: PaymentRow, declined: boolean }> {
+  const payment = await lockExisting(trx, id)
+  if (payment.customer_id !== principal.memberId) {
+    throw new ApiError('ACCESS_DENIED', 'Only the customer who placed the order may pay for it.')
   }
-  return { payment: result.payment, replayed: result.replayed }
+  if (isCaptured(payment.status)) return { payment, declined: false }
+  if (payment.status !== 'PENDING' && payment.status !== 'FAILED') {
+    throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot process a payment that is ${payment.status}.`)
+  }
+  const attempt = payment.attempts + 1
+  // Counted in payments_processed_total as approved, declined or error (src/ops/metrics.ts).
+  const charge = await viaProvider(() => meteredCharge(() => provider.charge({
+    paymentId: payment.id,
+    orderId: payment.order_id,
+    amount: payment.amount,
+    currency: payment.currency.trim(),
+    paymentMethodToken: body.paymentMethodToken,
+    idempotencyKey: `payment-${payment.id}-attempt-${attempt}`,
+  })))
+  if (!charge.approved) {
+    const failed = await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason })
+    return { payment: failed, declined: true }
+  }
+  const completed = await updatePayment(trx, payment.id, {
+    status: 'COMPLETED',
+    attempts: attempt,
+    method: charge.method,
+    provider: provider.name,
+    provider_reference: charge.reference,
+    failure_reason: null,
+  })
+  return { payment: completed, declined: false }
 }
 
 /**
- * Refunds part or all of what is left of a captured payment (admin). Concurrent refunds take the
- * payment's lock one after the other, so together they never exceed the amount.
+ * Refunds part or all of what is left of a captured payment (admin), in the caller's transaction.
+ * Concurrent refunds take the payment's lock one after the other, so together they never exceed
+ * the amount.
  */
-export async function refundPayment (db: Db, command: PaymentCommand, body: RefundPaymentBody): Promise<PaymentResult> {
-  const result = await runPaymentVerb(db, command, 'refund', body, async (trx, payment) => {
-    if (!isCaptured(payment.status)) {
-      throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot refund a payment that is ${payment.status}; only COMPLETED and PARTIALLY_REFUNDED payments can be refunded.`)
-    }
-    const left = payment.amount - payment.refunded_amount
-    if (body.amount !== undefined && body.amount > left) {
-      throw invalidParam('amount', `must not exceed the ${left} left to refund`)
-    }
-    return { status: 200, payment: await refund(trx, command.provider, payment, body.amount ?? left, 'refund', command.principal.memberId) }
-  })
-  return { payment: result.payment, replayed: result.replayed }
+export async function refundPayment (trx: Tx, { provider, principal, id }: PaymentCommand, body: RefundPaymentBody): Promise<PaymentRow> {
+  const payment = await lockExisting(trx, id)
+  if (!isCaptured(payment.status)) {
+    throw new ApiError('INVALID_PAYMENT_STATUS', `Cannot refund a payment that is ${payment.status}; only COMPLETED and PARTIALLY_REFUNDED payments can be refunded.`)
+  }
+  const left = payment.amount - payment.refunded_amount
+  if (body.amount !== undefined && body.amount > left) {
+    throw invalidParam('amount', `must not exceed the ${left} left to refund`)
+  }
+  return refund(trx, provider, payment, body.amount ?? left, 'refund', principal.memberId)
 }

@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { purgeExpiredKeys } from '../../src/idempotency/service.js'
+import { purgeExpiredKeys } from '../../src/idempotency/repository.js'
 import { Api, assertError, describeEachBackend, errorBody, testConfig, type Member } from '../helper.js'
 
 const ORDERS = '/api/v1/orders'

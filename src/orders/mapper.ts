@@ -1,0 +1,50 @@
+import type { Principal } from '../http/access.js'
+import type { OrderWithItems } from './repository.js'
+import type { HistoryEntry, OrderDetail, OrderSummary } from './schemas.js'
+import { allowedActions } from './status.js'
+import type { OrderHistoryRow, OrderRow } from './table.js'
+
+/** The strong ETag of an order version, e.g. `"3"` (CONTRACT §3). */
+export const etagOf = (order: { version: number }) => `"${order.version}"`
+
+/** The order's detail as this caller sees it (its `allowedActions` depend on who asks). */
+export function toOrderDetail (order: OrderWithItems, principal: Principal): OrderDetail {
+  return {
+    orderId: order.id,
+    customerId: order.customer_id,
+    status: order.status,
+    items: order.items,
+    totalAmount: order.total_amount,
+    currency: order.currency,
+    shippingAddress: order.shipping_address,
+    memo: order.memo,
+    paymentId: order.payment_id,
+    version: order.version,
+    allowedActions: allowedActions(order, principal),
+    createdAt: order.created_at.toISOString(),
+    updatedAt: order.updated_at.toISOString(),
+  }
+}
+
+export function toOrderSummary (order: OrderRow): OrderSummary {
+  return {
+    orderId: order.id,
+    customerId: order.customer_id,
+    status: order.status,
+    itemCount: order.item_count,
+    totalAmount: order.total_amount,
+    currency: order.currency,
+    createdAt: order.created_at.toISOString(),
+  }
+}
+
+export function toHistoryEntry (row: OrderHistoryRow): HistoryEntry {
+  return {
+    from: row.from_status,
+    to: row.to_status,
+    action: row.action,
+    actorId: row.actor_id,
+    actorRole: row.actor_role,
+    at: row.at.toISOString(),
+  }
+}
