@@ -17,10 +17,10 @@ const LEVELS: Record<string, number> = { fatal: 60, error: 50, warn: 40, info: 3
 /**
  * V8's allocation-site pretenuring off. Under sustained load V8 sometimes judged that the objects
  * a request allocates (pg's result rows, their Dates) live long, and allocated them straight in the
- * old generation, where they died and waited for a full collection. In two of three full benchmark
- * runs this took the resident memory to 258-278 MB, with about 40 MB of it live, and the half-load
- * p99 to 28-51 ms. In three runs with pretenuring off, memory peaked at 161-168 MB and that p99
- * was 7-17 ms (bench/RESULTS.md). Set before any request is served; every worker sets it too.
+ * old generation, where they died and waited for a full collection: resident memory grew far past
+ * the live heap, and the tail latency with it. Set before any request is served; every worker sets
+ * it too.
+ * Measured: bench/RESULTS.md, "The heap".
  */
 setFlagsFromString('--no-allocation-site-pretenuring')
 

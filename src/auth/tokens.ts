@@ -55,8 +55,8 @@ export class AccessTokens {
    * Tokens this process has verified in full, with what they say and when they expire. A client sends
    * the same token with every request for up to 15 minutes; once its signature has been checked,
    * finding the exact same string here proves as much, for a Map lookup instead of an HMAC and two
-   * JSON parses (about a tenth of a `GET /orders/{id}`'s CPU, bench/RESULTS.md). Expiry is still
-   * checked on every use, and revocation and suspension are checked by the caller, on every request.
+   * JSON parses. Expiry is still checked on every use, and revocation and suspension are checked by
+   * the caller, on every request. Measured: bench/RESULTS.md, "What each change bought".
    */
   readonly #verified = new Map<string, { principal: Verified, exp: number }>()
 
@@ -95,8 +95,8 @@ export class AccessTokens {
   /**
    * Checks a token in full: compact JWS, header `alg` exactly HS256 (no `crit`), the HMAC-SHA256
    * signature compared in constant time, then issuer, expiry (required), not-before, and our claims.
-   * Synchronous node:crypto: through jose's WebCrypto path the check cost a tenth of an authenticated
-   * request's CPU (bench/RESULTS.md).
+   * Synchronous node:crypto, not jose's asynchronous WebCrypto path, which cost far more per request.
+   * Measured: bench/RESULTS.md, "What each change bought".
    */
   #verify (token: string): { principal: Verified, exp: number } {
     const invalid = () => unauthorized('The access token is invalid.')

@@ -2,8 +2,8 @@
  * A keyed read whose callers share statements: every key asked for during one turn of the event loop
  * is read by a single call of `load`, made once that turn's I/O callbacks have run (`setImmediate`).
  * Under load, the requests that arrive together share one statement and one round trip, which costs
- * PostgreSQL and this process far less than one each (bench/RESULTS.md). A lone caller waits no
- * timer, only for the end of its turn.
+ * PostgreSQL and this process far less than one each. A lone caller waits no timer, only for the end
+ * of its turn. Measured: bench/RESULTS.md, "Reads that share a statement".
  *
  * At most `maxKeys` keys go to one call (default 500); callers beyond that start the next batch.
  * `load` answers the keys it found, by key; a key it leaves out resolves to `undefined`. If it fails,

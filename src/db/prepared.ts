@@ -10,20 +10,20 @@ const MAX_PREPARED = 1000
  * **Prepared statements** (unless `prepare` is false, for PgBouncer in transaction mode:
  * DATABASE_PREPARED_STATEMENTS). Statements with parameters run as named prepared statements:
  * PostgreSQL parses and plans each one once per connection instead of on every call. For the short
- * queries behind most requests, parsing and planning cost PostgreSQL more than running them (see
- * bench/RESULTS.md). The SQL text names the statement, and each connection prepares it the first
- * time it runs it. Kysely builds SQL from a fixed set of query shapes, so the set of texts is small.
- * It is still capped at MAX_PREPARED, so an unexpected variety cannot grow every connection's memory
- * without bound. After a migration changes a table, a connection's prepared `select *` can fail once
- * with "cached plan must not change result type". Such a connection is closed when it is released,
- * so the next request gets a fresh one. The failed statement answers 503 (src/db/errors.ts).
+ * queries behind most requests, parsing and planning cost PostgreSQL more than running them. The SQL
+ * text names the statement, and each connection prepares it the first time it runs it. Kysely builds
+ * SQL from a fixed set of query shapes, so the set of texts is small. It is still capped at
+ * MAX_PREPARED, so an unexpected variety cannot grow every connection's memory without bound. After
+ * a migration changes a table, a connection's prepared `select *` can fail once with "cached plan
+ * must not change result type". Such a connection is closed when it is released, so the next
+ * request gets a fresh one. The failed statement answers 503 (src/db/errors.ts).
+ * Measured: bench/RESULTS.md, "What each change bought".
  *
  * **pg's callback form**, not its promise form. With the promise form, V8 came to allocate pg's
- * result rows and their Dates straight in the old generation ("allocation-site pretenuring"): under
- * load about 9% of all allocation went there, to die and wait for a full collection, and the
- * service's resident memory climbed to 250 MB. With callbacks it stayed near 150 (bench/RESULTS.md),
- * in most runs: on a faster host it still happened in some, so the server now also turns that
- * pretenuring off at start-up (src/server.ts).
+ * result rows and their Dates straight in the old generation ("allocation-site pretenuring"), where
+ * they died and waited for a full collection while resident memory grew. Callbacks made that rarer,
+ * not impossible, so the server also turns that pretenuring off at start-up (src/server.ts).
+ * Measured: bench/RESULTS.md, "The heap".
  */
 export function kyselyPool (pool: pg.Pool, options: { prepare: boolean }): PostgresPool {
   const limit = options.prepare ? MAX_PREPARED : 0

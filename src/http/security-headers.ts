@@ -4,8 +4,9 @@ import helmet from 'helmet'
 /**
  * Helmet's security headers, suited to a JSON API (no framing, no sniffing, no referrer leaks,
  * HSTS, a restrictive Content-Security-Policy). Their values never change, so they are computed once
- * at start-up by running Helmet against a recording response; the plugin form rebuilt Helmet's
- * middleware on every request, which cost about 8% of a simple request's CPU (bench/RESULTS.md).
+ * at start-up by running Helmet against a recording response, rather than rebuilding Helmet's
+ * middleware on every request as the plugin form does.
+ * Measured: bench/RESULTS.md, "What each change bought".
  */
 export function securityHeaders (): Readonly<Record<string, string>> {
   const headers: Record<string, string> = {}

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { DATA_DIR_LOCK } from '../../src/db/database.js'
+import { DATA_DIR_LOCK } from '../../src/db/data-dir-lock.js'
 import { createTestDatabase, testConfig, freePort } from '../helper.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
