@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { ERRORS } from '../../src/http/errors.js'
+import { ERRORS } from '../../src/errors.js'
 import { testConfig } from '../helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
