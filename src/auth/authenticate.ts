@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify'
 import type { Db } from '../db/schema.js'
 import { unauthorized, type Authenticator, type Principal } from '../http/access.js'
+import { tokenHash } from '../members/secrets.js'
+import { findApiKeyOwner } from './repository.js'
 import type { Revocations } from './revocations.js'
-import { tokenHash } from './secrets.js'
 import type { AccessTokens } from './tokens.js'
 
 const BEARER = /^Bearer +([A-Za-z0-9_.~+/-]+=*) *$/i
@@ -26,11 +27,7 @@ export function createAuthenticator (deps: { db: Db, tokens: AccessTokens, revoc
     }
     const apiKey = request.headers['x-api-key']
     if (apiKey === undefined) return null
-    const key = await deps.db.selectFrom('api_keys')
-      .innerJoin('members', 'members.id', 'api_keys.member_id')
-      .select(['members.id', 'members.role', 'members.status', 'api_keys.revoked_at'])
-      .where('api_keys.secret_hash', '=', tokenHash(String(apiKey)))
-      .executeTakeFirst()
+    const key = await findApiKeyOwner(deps.db, tokenHash(String(apiKey)))
     if (!key || key.revoked_at !== null || key.status !== 'ACTIVE') throw unauthorized('The API key is invalid or revoked.')
     return { memberId: key.id, role: key.role, sessionId: null }
   }

@@ -1,6 +1,7 @@
-import { sql } from 'kysely'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Db } from '../db/schema.js'
+import { findStatusesChangedSince, findSuspendedMemberIds } from '../members/repository.js'
+import { databaseNow, findSessionsRevokedSince } from './repository.js'
 import { ACCESS_TOKEN_TTL_SECONDS } from './tokens.js'
 
 /** How far back each poll looks again, for revocations whose transactions committed late. */
@@ -50,9 +51,8 @@ export class Revocations {
 
   /** Loads the current state, then polls in the background until `stop()`. */
   async start (): Promise<void> {
-    const { now } = await sql<{ now: Date }>`select now() as now`.execute(this.db).then(r => r.rows[0]!)
-    const suspended = await this.db.selectFrom('members').select('id').where('status', '=', 'SUSPENDED').execute()
-    for (const { id } of suspended) this.#suspended.add(id)
+    const now = await databaseNow(this.db)
+    for (const id of await findSuspendedMemberIds(this.db)) this.#suspended.add(id)
     await this.#loadRevokedSince(new Date(now.getTime() - REMEMBER_MS))
     this.#since = now
     this.#timer = setInterval(() => {
@@ -67,19 +67,18 @@ export class Revocations {
 
   /** One look at what changed since the previous one. */
   async poll (): Promise<void> {
-    const { now } = await sql<{ now: Date }>`select now() as now`.execute(this.db).then(r => r.rows[0]!)
+    const now = await databaseNow(this.db)
     const since = new Date((this.#since ?? now).getTime() - OVERLAP_MS)
     await this.#loadRevokedSince(since)
-    const changed = await this.db.selectFrom('members').select(['id', 'status']).where('updated_at', '>=', since).execute()
-    for (const member of changed) this.setSuspended(member.id, member.status === 'SUSPENDED')
+    for (const member of await findStatusesChangedSince(this.db, since)) this.setSuspended(member.id, member.status === 'SUSPENDED')
     this.#since = now
     const nowMs = Date.now()
     for (const [id, forgetAfter] of this.#revoked) if (forgetAfter <= nowMs) this.#revoked.delete(id)
   }
 
   async #loadRevokedSince (since: Date): Promise<void> {
-    const rows = await this.db.selectFrom('sessions').select(['id', 'revoked_at'])
-      .where('revoked_at', '>=', since).execute()
-    for (const row of rows) this.#revoked.set(row.id, row.revoked_at!.getTime() + REMEMBER_MS)
+    for (const session of await findSessionsRevokedSince(this.db, since)) {
+      this.#revoked.set(session.id, session.revokedAt.getTime() + REMEMBER_MS)
+    }
   }
 }

@@ -1,13 +1,32 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { principalOf } from '../http/access.js'
-import { Envelope, ok } from '../http/schemas.js'
+import { Envelope, IdParams, ok } from '../http/schemas.js'
+import { AdminUpdateMemberBody, Member } from '../members/schemas.js'
 import type { Identity } from './identity.js'
-import { LoginBody, RefreshBody, TokenPair } from './schemas.js'
-import { login, logout, refresh } from './service.js'
+import {
+  ApiKey, ApiKeyParams, ChangePasswordBody, CreateApiKeyBody, CreatedApiKey, LoginBody, PasswordResetBody, RefreshBody, TokenPair,
+} from './schemas.js'
+import {
+  adminUpdateMember, changePassword, createApiKey, listApiKeys, login, logout, refresh, resetPassword, revokeApiKey,
+  type AuthDeps,
+} from './service.js'
 
+/**
+ * Sessions (login, refresh, logout) and the routes that change a member's credentials or end their
+ * sessions: password change and reset, API keys, and an admin's change of role or status. The last
+ * ones sit under /members and /admin/members, but they need the sessions, and members/ does not
+ * depend on auth/.
+ */
 export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
   const tags = ['auth']
+  const deps: AuthDeps = {
+    tokens: identity.tokens,
+    revocations: identity.revocations,
+    loginFailures: identity.loginFailures,
+    mailer: identity.mailer,
+    log: app.log,
+  }
 
   app.post('/api/v1/auth/login', {
     config: { access: 'public', authRateLimited: true },
@@ -19,7 +38,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
       body: LoginBody,
       response: { 201: Envelope(TokenPair) },
     },
-  }, async (request, reply) => reply.code(201).send(ok(await login(app.db, identity, request.body))))
+  }, async (request, reply) => reply.code(201).send(ok(await login(app.db, deps, request.body))))
 
   app.post('/api/v1/auth/refresh', {
     config: { access: 'public', authRateLimited: true },
@@ -31,7 +50,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
       body: RefreshBody,
       response: { 201: Envelope(TokenPair) },
     },
-  }, async (request, reply) => reply.code(201).send(ok(await refresh(app.db, identity, request.body.refreshToken))))
+  }, async (request, reply) => reply.code(201).send(ok(await refresh(app.db, deps, request.body.refreshToken))))
 
   app.post('/api/v1/auth/logout', {
     config: { access: 'member', authRateLimited: true },
@@ -43,7 +62,86 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
       response: { 201: Envelope(Type.Null()) },
     },
   }, async (request, reply) => {
-    await logout(app.db, identity, principalOf(request))
+    await logout(app.db, deps, principalOf(request))
     return reply.code(201).send(ok(null))
   })
+
+  const memberTags = ['members']
+
+  app.patch('/api/v1/members/password/change', {
+    config: { access: 'member' },
+    schema: {
+      tags: memberTags,
+      operationId: 'changePassword',
+      summary: 'Change the caller’s password',
+      description: 'Ends every other session of the caller.',
+      body: ChangePasswordBody,
+      response: { 200: Envelope(Type.Null()) },
+    },
+  }, async (request) => {
+    await changePassword(app.db, deps, principalOf(request), request.body)
+    return ok(null)
+  })
+
+  app.post('/api/v1/members/password/reset', {
+    config: { access: 'public', authRateLimited: true },
+    schema: {
+      tags: memberTags,
+      operationId: 'resetPassword',
+      summary: 'Request a password reset, or complete one',
+      description: '`{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password and ends every session.',
+      body: PasswordResetBody,
+      response: { 201: Envelope(Type.Null()) },
+    },
+  }, async (request, reply) => {
+    await resetPassword(app.db, deps, request.body)
+    return reply.code(201).send(ok(null))
+  })
+
+  app.post('/api/v1/members/me/api-keys', {
+    config: { access: 'member' },
+    schema: {
+      tags: memberTags,
+      operationId: 'createApiKey',
+      summary: 'Create an API key',
+      description: 'The secret is in this answer only; send it as X-API-Key to act as this member.',
+      body: CreateApiKeyBody,
+      response: { 201: Envelope(CreatedApiKey) },
+    },
+  }, async (request, reply) => reply.code(201).send(ok(await createApiKey(app.db, principalOf(request), request.body.name))))
+
+  app.get('/api/v1/members/me/api-keys', {
+    config: { access: 'member' },
+    schema: { tags: memberTags, operationId: 'listApiKeys', summary: 'List the caller’s API keys (without secrets)', description: 'Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again.', response: { 200: Envelope(Type.Array(ApiKey)) } },
+  }, async (request) => ok(await listApiKeys(app.db, principalOf(request))))
+
+  app.patch('/api/v1/members/me/api-keys/:keyId/revoke', {
+    config: { access: 'member' },
+    schema: {
+      tags: memberTags,
+      operationId: 'revokeApiKey',
+      summary: 'Revoke one of the caller’s API keys',
+      description: 'The key stops working at once. Revoking it again changes nothing; a key of someone else is 404.',
+      params: ApiKeyParams,
+      response: { 200: Envelope(Type.Null()) },
+    },
+  }, async (request) => {
+    await revokeApiKey(app.db, principalOf(request), request.params.keyId)
+    return ok(null)
+  })
+
+  const adminTags = ['admin']
+
+  app.patch('/api/v1/admin/members/:id', {
+    config: { access: 'admin' },
+    schema: {
+      tags: adminTags,
+      operationId: 'adminUpdateMember',
+      summary: 'Change a member\'s role, status or name',
+      description: 'A new role or a suspension ends the member\'s sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status.',
+      params: IdParams,
+      body: AdminUpdateMemberBody,
+      response: { 200: Envelope(Member) },
+    },
+  }, async (request) => ok(await adminUpdateMember(app.db, deps, principalOf(request), request.params.id, request.body)))
 }

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { Email } from '../members/schemas.js'
+import { Id, PathId, Timestamp } from '../http/schemas.js'
+import { Email, Password } from '../members/schemas.js'
 
 export const LoginBody = Type.Object({
   email: Email,
@@ -20,3 +21,42 @@ export const TokenPair = Type.Object({
   refreshExpiresIn: Type.Integer({ description: 'Lifetime of the refresh token, in seconds' }),
 })
 export type TokenPair = Static<typeof TokenPair>
+
+export const ChangePasswordBody = Type.Object({
+  currentPassword: Type.String({ minLength: 1, maxLength: 128 }),
+  newPassword: Password,
+}, { additionalProperties: false })
+export type ChangePasswordBody = Static<typeof ChangePasswordBody>
+
+/** Two shapes on one path: `{email}` asks for a reset mail; `{token, newPassword}` completes it. */
+export const PasswordResetBody = Type.Object({
+  email: Type.Optional(Email),
+  token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  newPassword: Type.Optional(Password),
+}, { additionalProperties: false })
+export type PasswordResetBody = Static<typeof PasswordResetBody>
+
+export const CreateApiKeyBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100, examples: ['warehouse sync'] }),
+}, { additionalProperties: false })
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>
+
+export const ApiKey = Type.Object({
+  keyId: Id,
+  name: Type.String(),
+  prefix: Type.String({ description: 'The first 8 characters of the secret, to recognise it' }),
+  createdAt: Timestamp,
+  revokedAt: Type.Union([Timestamp, Type.Null()]),
+})
+export type ApiKey = Static<typeof ApiKey>
+
+export const CreatedApiKey = Type.Object({
+  keyId: Id,
+  name: Type.String(),
+  prefix: Type.String(),
+  secret: Type.String({ description: 'Shown once: send it as X-API-Key. Only its hash is stored.' }),
+  createdAt: Timestamp,
+})
+export type CreatedApiKey = Static<typeof CreatedApiKey>
+
+export const ApiKeyParams = Type.Object({ keyId: PathId }, { additionalProperties: false })

@@ -1,18 +1,35 @@
-import type { Db } from '../db/schema.js'
+import { randomUUID } from 'node:crypto'
+import type { Db, Tx } from '../db/schema.js'
 import { unauthorized, type Principal } from '../http/access.js'
-import { ApiError } from '../errors.js'
-import { verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
-import { findMemberByEmail } from '../members/repository.js'
+import { ApiError, invalidParam } from '../errors.js'
+import { consumeMemberToken } from '../members/member-tokens.js'
+import { hashPassword, verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
+import { findMemberByEmail, findMemberById, setPassword, shareLockMember } from '../members/repository.js'
+import type { AdminUpdateMemberBody, Member } from '../members/schemas.js'
+import { randomToken, tokenHash } from '../members/secrets.js'
+import { changeMemberAsAdmin, requestPasswordReset, toMember, type MailDeps } from '../members/service.js'
 import type { MemberRow } from '../members/table.js'
 import type { Identity } from './identity.js'
-import type { LoginBody, TokenPair } from './schemas.js'
-import { REFRESH_TOKEN_TTL_SECONDS, revokeSessions, rotateRefreshToken, startSession } from './sessions.js'
+import {
+  deleteExpiredRefreshTokens, deleteSessionsWithoutRefreshTokens, findApiKeys, insertApiKey, insertRefreshToken, insertSession,
+  lockRefreshToken, markApiKeyRevoked, revokeSessions, spendRefreshToken,
+} from './repository.js'
+import type { ApiKey, ChangePasswordBody, CreatedApiKey, LoginBody, PasswordResetBody, TokenPair } from './schemas.js'
+import type { ApiKeyRow } from './table.js'
 
-type Deps = Pick<Identity, 'tokens' | 'revocations' | 'loginFailures'>
+export type AuthDeps = Pick<Identity, 'tokens' | 'revocations' | 'loginFailures'> & MailDeps
+
+export const REFRESH_TOKEN_TTL_SECONDS = 14 * 24 * 3600
 
 const WRONG_CREDENTIALS = 'The email or password is incorrect.'
 
-async function tokenPair (deps: Deps, member: { id: number, role: Principal['role'] }, sessionId: string, refreshToken: string): Promise<TokenPair> {
+async function issueRefreshToken (trx: Tx, sessionId: string): Promise<string> {
+  const token = randomToken()
+  await insertRefreshToken(trx, { hash: tokenHash(token), sessionId, ttlSeconds: REFRESH_TOKEN_TTL_SECONDS })
+  return token
+}
+
+async function tokenPair (deps: Pick<AuthDeps, 'tokens'>, member: MemberRow, sessionId: string, refreshToken: string): Promise<TokenPair> {
   const access = await deps.tokens.issue(member, sessionId)
   return {
     accessToken: access.token,
@@ -23,40 +40,179 @@ async function tokenPair (deps: Deps, member: { id: number, role: Principal['rol
   }
 }
 
+function assertMayLogIn (member: MemberRow): void {
+  if (member.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
+}
+
 /**
  * Logs in. Wrong email and wrong password get the same answer after the same amount of work;
  * failures count per email, and a locked email is 429 even with the right password.
  */
-export async function login (db: Db, deps: Deps, body: LoginBody): Promise<TokenPair> {
+export async function login (db: Db, deps: AuthDeps, body: LoginBody): Promise<TokenPair> {
   const email = body.email.trim()
   await deps.loginFailures.begin(email)
   const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
   if (!member || !valid) throw unauthorized(WRONG_CREDENTIALS, false)
   await deps.loginFailures.succeeded(email)
-  const assertMayLogIn = (current: MemberRow) => {
-    if (current.status === 'SUSPENDED') throw new ApiError('ACCOUNT_SUSPENDED', 'This account is suspended.')
-  }
   assertMayLogIn(member)
-  // The password was checked against the row read before hashing; the session opens only if the member
-  // still has that password and may still log in. The token carries the role the member has now.
-  const session = await startSession(db, member.id, (current) => {
+  // The password was checked against the row read before hashing. The session opens in a transaction
+  // that reads the member again under a share lock: a suspension, role change or new password that
+  // commits meanwhile is seen here, and one that commits later waits for this session and revokes it.
+  // The token carries the role the member has now.
+  const session = await db.transaction().execute(async (trx) => {
+    const current = await shareLockMember(trx, member.id)
     if (current.password_hash !== member.password_hash) throw unauthorized(WRONG_CREDENTIALS, false)
     assertMayLogIn(current)
+    const sessionId = randomUUID()
+    await insertSession(trx, sessionId, current.id)
+    return { member: current, sessionId, refreshToken: await issueRefreshToken(trx, sessionId) }
   })
   return tokenPair(deps, session.member, session.sessionId, session.refreshToken)
 }
 
-/** Rotates the refresh token; a spent token presented again revokes its whole session. */
-export async function refresh (db: Db, deps: Deps, refreshToken: string): Promise<TokenPair> {
-  const rotation = await rotateRefreshToken(db, refreshToken)
+type Rotation =
+  | { kind: 'rotated', member: MemberRow, sessionId: string, refreshToken: string }
+  | { kind: 'reused', sessionId: string }
+  | { kind: 'invalid' }
+
+/**
+ * Exchanges a refresh token for a new pair in the same session; the old token is spent. Presenting a
+ * spent token again means it leaked (or a client raced itself): the whole session is revoked and
+ * both parties must log in again (reuse detection, as OAuth 2.0 Security BCP recommends).
+ */
+export async function refresh (db: Db, deps: AuthDeps, refreshToken: string): Promise<TokenPair> {
+  const rotation = await db.transaction().execute(async (trx): Promise<Rotation> => {
+    const hash = tokenHash(refreshToken)
+    const row = await lockRefreshToken(trx, hash)
+    if (!row || row.revoked_at !== null || row.expired) return { kind: 'invalid' }
+    if (row.used_at !== null) {
+      await revokeSessions(trx, { sessionId: row.session_id }, 'refresh token reused')
+      return { kind: 'reused', sessionId: row.session_id }
+    }
+    const member = await findMemberById(trx, row.member_id)
+    if (member?.status !== 'ACTIVE') return { kind: 'invalid' } // a session's member is always there
+    await spendRefreshToken(trx, hash)
+    return { kind: 'rotated', member, sessionId: row.session_id, refreshToken: await issueRefreshToken(trx, row.session_id) }
+  })
   if (rotation.kind === 'reused') deps.revocations.revoke([rotation.sessionId])
   if (rotation.kind !== 'rotated') throw unauthorized('The refresh token is invalid, expired or revoked.')
   return tokenPair(deps, rotation.member, rotation.sessionId, rotation.refreshToken)
 }
 
 /** Ends the caller's session at once: its refresh token and access tokens stop working. */
-export async function logout (db: Db, deps: Deps, principal: Principal): Promise<void> {
+export async function logout (db: Db, deps: AuthDeps, principal: Principal): Promise<void> {
   if (principal.sessionId === null) return // an API key has no session; revoke the key instead
   deps.revocations.revoke(await revokeSessions(db, { sessionId: principal.sessionId }, 'logout'))
+}
+
+/**
+ * Changes the caller's password and ends every other session of theirs. A wrong currentPassword
+ * counts as a failed login for the member's email: a stolen access token must not become an
+ * unlimited password oracle.
+ */
+export async function changePassword (db: Db, deps: AuthDeps, principal: Principal, body: ChangePasswordBody): Promise<void> {
+  const member = await findMemberById(db, principal.memberId)
+  if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
+  await deps.loginFailures.begin(member.email)
+  if (!(await verifyPassword(member.password_hash, body.currentPassword))) {
+    throw invalidParam('currentPassword', 'is not the current password')
+  }
+  await deps.loginFailures.succeeded(member.email)
+  const passwordHash = await hashPassword(body.newPassword)
+  const revoked = await db.transaction().execute(async (trx) => {
+    await setPassword(trx, member.id, passwordHash)
+    return revokeSessions(trx, { memberId: member.id, exceptSessionId: principal.sessionId }, 'password changed')
+  })
+  deps.revocations.revoke(revoked)
+}
+
+/**
+ * `{email}`: mails a one-time token (1 h) if an account has that email; the answer is the same
+ * either way. `{token, newPassword}`: sets the password and ends every session of the member.
+ */
+export async function resetPassword (db: Db, deps: AuthDeps, body: PasswordResetBody): Promise<void> {
+  if (body.email !== undefined && (body.token !== undefined || body.newPassword !== undefined)) {
+    throw invalidParam('token', 'send either {email} to request a reset or {token, newPassword} to complete one, not both')
+  }
+  if (body.email !== undefined) {
+    requestPasswordReset(db, deps, body.email.trim())
+    return
+  }
+  if (body.token === undefined) throw invalidParam('email', 'is required (or send token and newPassword)')
+  if (body.newPassword === undefined) throw invalidParam('newPassword', 'is required with token')
+  const passwordHash = await hashPassword(body.newPassword)
+  const token = body.token
+  const { email, revoked } = await db.transaction().execute(async (trx) => {
+    const memberId = await consumeMemberToken(trx, token, 'PASSWORD_RESET')
+    // The mailed token proves the address too; and failed logins before the reset no longer lock it.
+    const email = await setPassword(trx, memberId, passwordHash, true)
+    return { email, revoked: await revokeSessions(trx, { memberId }, 'password reset') }
+  })
+  deps.revocations.revoke(revoked)
+  await deps.loginFailures.succeeded(email)
+}
+
+/**
+ * An admin changes a member's role, status or name (members/service.ts has the rules). A new role or
+ * a suspension ends the member's sessions in the same transaction (their tokens carry the old role; a
+ * suspended member's must stop working, and stay stopped if the member is reinstated); a suspension
+ * also takes effect on this instance at once.
+ */
+export async function adminUpdateMember (
+  db: Db, deps: Pick<AuthDeps, 'revocations'>, principal: Principal, id: string, body: AdminUpdateMemberBody
+): Promise<Member> {
+  const { row, revoked } = await db.transaction().execute(async (trx) => {
+    const { before, after } = await changeMemberAsAdmin(trx, principal, id, body)
+    const endsSessions = after.role !== before.role || (after.status === 'SUSPENDED' && before.status !== 'SUSPENDED')
+    const revoked = endsSessions
+      ? await revokeSessions(trx, { memberId: after.id }, after.status === 'SUSPENDED' ? 'member suspended' : 'role changed')
+      : []
+    return { row: after, revoked }
+  })
+  deps.revocations.revoke(revoked)
+  deps.revocations.setSuspended(row.id, row.status === 'SUSPENDED')
+  return toMember(row)
+}
+
+/**
+ * Deletes refresh tokens past their expiry, then sessions left without any: a session's last access
+ * token was issued with its newest refresh token, 14 days before that expired, so it is long dead.
+ * Returns how many sessions went.
+ */
+export function purgeExpiredSessions (db: Db): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await deleteExpiredRefreshTokens(trx)
+    return deleteSessionsWithoutRefreshTokens(trx)
+  })
+}
+
+const API_KEY_PREFIX = 'osk_'
+
+function toApiKey (row: ApiKeyRow): ApiKey {
+  return {
+    keyId: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: row.created_at.toISOString(),
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+  }
+}
+
+/** A new key for the caller; the secret is returned this once and only its hash is kept. */
+export async function createApiKey (db: Db, principal: Principal, name: string): Promise<CreatedApiKey> {
+  const secret = API_KEY_PREFIX + randomToken()
+  const row = await insertApiKey(db, { memberId: principal.memberId, name, prefix: secret.slice(0, 8), secretHash: tokenHash(secret) })
+  return { keyId: row.id, name: row.name, prefix: row.prefix, secret, createdAt: row.created_at.toISOString() }
+}
+
+export async function listApiKeys (db: Db, principal: Principal): Promise<ApiKey[]> {
+  return (await findApiKeys(db, principal.memberId)).map(toApiKey)
+}
+
+/** Revokes one of the caller's keys; someone else's or an unknown key is 404; twice is fine. */
+export async function revokeApiKey (db: Db, principal: Principal, keyId: string): Promise<void> {
+  if (!(await markApiKeyRevoked(db, principal.memberId, keyId))) {
+    throw new ApiError('API_KEY_NOT_FOUND', `API key ${keyId} does not exist.`)
+  }
 }

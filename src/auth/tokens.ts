@@ -4,6 +4,7 @@ import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
 import { unauthorized, type Principal } from '../http/access.js'
 import { RoleSchema, type Role } from '../members/schemas.js'
+import { keepSetting } from './repository.js'
 
 const ISSUER = 'order-service'
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60
@@ -15,12 +16,8 @@ const SIGNING_KEY_SETTING = 'jwt_signing_key'
  */
 export async function loadSigningKey (db: Db, config: Pick<Config, 'jwtSecret'>): Promise<Uint8Array> {
   if (config.jwtSecret) return new TextEncoder().encode(config.jwtSecret)
-  await db.insertInto('settings')
-    .values({ key: SIGNING_KEY_SETTING, value: randomBytes(32).toString('base64url') })
-    .onConflict(oc => oc.column('key').doNothing())
-    .execute()
-  const row = await db.selectFrom('settings').select('value').where('key', '=', SIGNING_KEY_SETTING).executeTakeFirstOrThrow()
-  return Buffer.from(row.value, 'base64url')
+  const key = await keepSetting(db, SIGNING_KEY_SETTING, randomBytes(32).toString('base64url'))
+  return Buffer.from(key, 'base64url')
 }
 
 export interface AccessToken {

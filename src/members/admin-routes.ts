@@ -1,12 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Identity } from '../auth/identity.js'
+import type { FastifyPluginOptions } from 'fastify'
 import { principalOf } from '../http/access.js'
 import { Envelope, IdParams, Page, ok } from '../http/schemas.js'
-import { AdminMemberListQuery, AdminMemberSearchQuery, AdminUpdateMemberBody, Member } from './schemas.js'
-import { adminUpdateMember, getMember, pageAllMembers } from './service.js'
+import { AdminMemberListQuery, AdminMemberSearchQuery, Member } from './schemas.js'
+import { getMember, pageAllMembers } from './service.js'
 
-/** The back office's members: lists, search, and changes of role, status and name. */
-export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
+/**
+ * The back office's members: list, search, read. Changes of role, status and name are in
+ * auth/routes.ts, as a new role or a suspension ends the member's sessions. (No options needed;
+ * app.ts still passes the identity.)
+ */
+export const adminMemberRoutes: FastifyPluginAsyncTypebox<FastifyPluginOptions> = async (app) => {
   const tags = ['admin']
 
   app.get('/api/v1/admin/members', {
@@ -37,17 +41,4 @@ export const adminMemberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }
     config: { access: 'admin' },
     schema: { tags, operationId: 'adminGetMember', summary: 'Get a member', description: 'Any member’s account.', params: IdParams, response: { 200: Envelope(Member) } },
   }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
-
-  app.patch('/api/v1/admin/members/:id', {
-    config: { access: 'admin' },
-    schema: {
-      tags,
-      operationId: 'adminUpdateMember',
-      summary: 'Change a member\'s role, status or name',
-      description: 'A new role or a suspension ends the member\'s sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status.',
-      params: IdParams,
-      body: AdminUpdateMemberBody,
-      response: { 200: Envelope(Member) },
-    },
-  }, async (request) => ok(await adminUpdateMember(app.db, identity, principalOf(request), request.params.id, request.body)))
 }

@@ -1,7 +1,9 @@
-import { sql } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
-import { randomToken, tokenHash } from '../auth/secrets.js'
 import { ApiError } from '../errors.js'
+import {
+  findMemberTokenOwner, insertMemberToken, lockMember, spendMemberToken, spendUnusedMemberTokens,
+} from './repository.js'
+import { randomToken, tokenHash } from './secrets.js'
 import type { MemberTokenPurpose } from './table.js'
 
 export const TOKEN_TTL_MS: Readonly<Record<MemberTokenPurpose, number>> = {
@@ -16,16 +18,9 @@ export const TOKEN_TTL_MS: Readonly<Record<MemberTokenPurpose, number>> = {
 export async function issueMemberToken (db: Db, memberId: number, purpose: MemberTokenPurpose): Promise<string> {
   const token = randomToken()
   await db.transaction().execute(async (trx) => {
-    await trx.selectFrom('members').select('id').where('id', '=', memberId).forUpdate().execute()
-    await trx.updateTable('member_tokens').set({ used_at: sql<Date>`now()` })
-      .where('member_id', '=', memberId).where('purpose', '=', purpose).where('used_at', 'is', null).execute()
-    await trx.insertInto('member_tokens').values({
-      token_hash: tokenHash(token),
-      member_id: memberId,
-      purpose,
-      expires_at: sql<Date>`now() + ${TOKEN_TTL_MS[purpose]} * interval '1 millisecond'`,
-      used_at: null,
-    }).execute()
+    await lockMember(trx, memberId)
+    await spendUnusedMemberTokens(trx, memberId, purpose)
+    await insertMemberToken(trx, { hash: tokenHash(token), memberId, purpose, ttlMs: TOKEN_TTL_MS[purpose] })
   })
   return token
 }
@@ -37,22 +32,11 @@ export async function issueMemberToken (db: Db, memberId: number, purpose: Membe
  * moment take turns instead of deadlocking.
  */
 export async function consumeMemberToken (trx: Tx, token: string, purpose: MemberTokenPurpose): Promise<number> {
-  const owner = await trx.selectFrom('member_tokens').select('member_id').where('token_hash', '=', tokenHash(token)).executeTakeFirst()
-  if (owner) await trx.selectFrom('members').select('id').where('id', '=', owner.member_id).forUpdate().execute()
-  const row = await trx.updateTable('member_tokens')
-    .set({ used_at: sql<Date>`now()` })
-    .where('token_hash', '=', tokenHash(token)).where('purpose', '=', purpose)
-    .where('used_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
-    .returning('member_id')
-    .executeTakeFirst()
-  if (!row) throw new ApiError('INVALID_TOKEN', 'The token is invalid, has expired or was already used.')
-  await trx.updateTable('member_tokens').set({ used_at: sql<Date>`now()` })
-    .where('member_id', '=', row.member_id).where('purpose', '=', purpose).where('used_at', 'is', null).execute()
-  return row.member_id
-}
-
-/** Deletes mailed tokens past their expiry (used or not); returns how many. */
-export async function purgeExpiredMemberTokens (db: Db): Promise<number> {
-  const result = await db.deleteFrom('member_tokens').where('expires_at', '<=', sql<Date>`now()`).executeTakeFirst()
-  return Number(result.numDeletedRows)
+  const hash = tokenHash(token)
+  const owner = await findMemberTokenOwner(trx, hash)
+  if (owner !== undefined) await lockMember(trx, owner)
+  const memberId = await spendMemberToken(trx, hash, purpose)
+  if (memberId === undefined) throw new ApiError('INVALID_TOKEN', 'The token is invalid, has expired or was already used.')
+  await spendUnusedMemberTokens(trx, memberId, purpose)
+  return memberId
 }

@@ -1,9 +1,9 @@
 import { sql } from 'kysely'
-import type { Db } from '../db/schema.js'
+import type { Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
 import type { Sort } from '../http/paging.js'
 import type { MemberStatus, Role } from './schemas.js'
-import type { MemberRow } from './table.js'
+import type { MemberRow, MemberTokenPurpose } from './table.js'
 
 export function findMemberById (db: Db, id: number | string): Promise<MemberRow | undefined> {
   return db.selectFrom('members').selectAll().where('id', '=', idValue(id)).executeTakeFirst()
@@ -12,6 +12,26 @@ export function findMemberById (db: Db, id: number | string): Promise<MemberRow 
 /** Emails are unique regardless of case. */
 export function findMemberByEmail (db: Db, email: string): Promise<MemberRow | undefined> {
   return db.selectFrom('members').selectAll().where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst()
+}
+
+/** The member's row, locked until the transaction ends: changes to one member take turns. */
+export function lockMember (trx: Tx, id: number | string): Promise<MemberRow | undefined> {
+  return trx.selectFrom('members').selectAll().where('id', '=', idValue(id)).forUpdate().executeTakeFirst()
+}
+
+/**
+ * The member's row under a share lock: it cannot change until the transaction ends, and a change
+ * already under way is waited for (a login reads it so, to open a session; see auth/service.ts).
+ */
+export function shareLockMember (trx: Tx, id: number): Promise<MemberRow> {
+  return trx.selectFrom('members').selectAll().where('id', '=', id).forShare().executeTakeFirstOrThrow()
+}
+
+/** The ids of the active admins, locked in id order (so that two admins' changes take turns, not deadlock). */
+export async function lockActiveAdminIds (trx: Tx): Promise<number[]> {
+  const rows = await trx.selectFrom('members').select('id')
+    .where('role', '=', 'ADMIN').where('status', '=', 'ACTIVE').orderBy('id').forUpdate().execute()
+  return rows.map(row => row.id)
 }
 
 /** Inserts a member; `undefined` when the email is already registered. */
@@ -24,6 +44,39 @@ export function insertMember (
     .onConflict(oc => oc.expression(sql`lower(email)`).doNothing())
     .returningAll()
     .executeTakeFirst()
+}
+
+/** Changes a member's name, role or status; returns the new row. */
+export function updateMemberRow (
+  db: Db, id: number, change: { name?: string, role?: Role, status?: MemberStatus }
+): Promise<MemberRow> {
+  return db.updateTable('members').set({ ...change, updated_at: sql<Date>`now()` })
+    .where('id', '=', id).returningAll().executeTakeFirstOrThrow()
+}
+
+/**
+ * Sets a member's password; with `emailVerified`, also marks the address proven (a mailed reset
+ * token proves it). Returns the member's email.
+ */
+export async function setPassword (db: Db, id: number, passwordHash: string, emailVerified?: true): Promise<string> {
+  const row = await db.updateTable('members')
+    .set({ password_hash: passwordHash, ...(emailVerified && { email_verified: true }), updated_at: sql<Date>`now()` })
+    .where('id', '=', id).returning('email').executeTakeFirstOrThrow()
+  return row.email
+}
+
+export async function markEmailVerified (db: Db, id: number): Promise<void> {
+  await db.updateTable('members').set({ email_verified: true, updated_at: sql<Date>`now()` }).where('id', '=', id).execute()
+}
+
+export async function findSuspendedMemberIds (db: Db): Promise<number[]> {
+  const rows = await db.selectFrom('members').select('id').where('status', '=', 'SUSPENDED').execute()
+  return rows.map(row => row.id)
+}
+
+/** The status of every member changed at or after `since`. */
+export function findStatusesChangedSince (db: Db, since: Date): Promise<Array<{ id: number, status: MemberStatus }>> {
+  return db.selectFrom('members').select(['id', 'status']).where('updated_at', '>=', since).execute()
 }
 
 export interface MemberFilter {
@@ -56,4 +109,47 @@ export async function pageMembers (
     matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
+}
+
+// Mailed one-time tokens (member-tokens.ts says how they are issued and spent).
+
+/** Spends every unused token of `purpose` the member has. */
+export async function spendUnusedMemberTokens (trx: Tx, memberId: number, purpose: MemberTokenPurpose): Promise<void> {
+  await trx.updateTable('member_tokens').set({ used_at: sql<Date>`now()` })
+    .where('member_id', '=', memberId).where('purpose', '=', purpose).where('used_at', 'is', null).execute()
+}
+
+export async function insertMemberToken (
+  trx: Tx, token: { hash: string, memberId: number, purpose: MemberTokenPurpose, ttlMs: number }
+): Promise<void> {
+  await trx.insertInto('member_tokens').values({
+    token_hash: token.hash,
+    member_id: token.memberId,
+    purpose: token.purpose,
+    expires_at: sql<Date>`now() + ${token.ttlMs} * interval '1 millisecond'`,
+    used_at: null,
+  }).execute()
+}
+
+/** Whose token this is (whatever its purpose or state), to lock that member before the token. */
+export async function findMemberTokenOwner (trx: Tx, hash: string): Promise<number | undefined> {
+  const row = await trx.selectFrom('member_tokens').select('member_id').where('token_hash', '=', hash).executeTakeFirst()
+  return row?.member_id
+}
+
+/** Spends the token if it is of `purpose`, unused and unexpired; returns its member, else undefined. */
+export async function spendMemberToken (trx: Tx, hash: string, purpose: MemberTokenPurpose): Promise<number | undefined> {
+  const row = await trx.updateTable('member_tokens')
+    .set({ used_at: sql<Date>`now()` })
+    .where('token_hash', '=', hash).where('purpose', '=', purpose)
+    .where('used_at', 'is', null).where('expires_at', '>', sql<Date>`now()`)
+    .returning('member_id')
+    .executeTakeFirst()
+  return row?.member_id
+}
+
+/** Deletes mailed tokens past their expiry (used or not); returns how many. */
+export async function purgeExpiredMemberTokens (db: Db): Promise<number> {
+  const result = await db.deleteFrom('member_tokens').where('expires_at', '<=', sql<Date>`now()`).executeTakeFirst()
+  return Number(result.numDeletedRows)
 }

@@ -1,18 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { Identity } from '../auth/identity.js'
 import { principalOf } from '../http/access.js'
 import { Envelope, IdParams, ok } from '../http/schemas.js'
-import { createApiKey, listApiKeys, revokeApiKey } from './api-keys.js'
-import {
-  ApiKey, ApiKeyParams, ChangePasswordBody, CreateApiKeyBody, CreatedApiKey, Member, PasswordResetBody, RegisterBody,
-  UpdateMemberBody, VerifyEmailBody,
-} from './schemas.js'
-import { changePassword, getMember, registerMember, resetPassword, updateMember, verifyEmail, type MemberDeps } from './service.js'
+import type { Mailer } from '../mail/mailer.js'
+import { Member, RegisterBody, UpdateMemberBody, VerifyEmailBody } from './schemas.js'
+import { getMember, registerMember, updateMember, verifyEmail, type MailDeps } from './service.js'
 
-export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = async (app, { identity }) => {
+/**
+ * Accounts: registration, the member's own record, email verification. Password change and reset and
+ * API keys are in auth/routes.ts: they end sessions or are credentials.
+ */
+export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: { mailer: Mailer } }> = async (app, { identity }) => {
   const tags = ['members']
-  const deps: MemberDeps = { mailer: identity.mailer, revocations: identity.revocations, loginFailures: identity.loginFailures, log: app.log }
+  const deps: MailDeps = { mailer: identity.mailer, log: app.log }
 
   app.post('/api/v1/members', {
     config: { access: 'public', authRateLimited: true },
@@ -52,36 +52,6 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = a
     },
   }, async (request) => ok(await updateMember(app.db, principalOf(request), request.params.id, request.body)))
 
-  app.patch('/api/v1/members/password/change', {
-    config: { access: 'member' },
-    schema: {
-      tags,
-      operationId: 'changePassword',
-      summary: 'Change the caller’s password',
-      description: 'Ends every other session of the caller.',
-      body: ChangePasswordBody,
-      response: { 200: Envelope(Type.Null()) },
-    },
-  }, async (request) => {
-    await changePassword(app.db, deps, principalOf(request), request.body)
-    return ok(null)
-  })
-
-  app.post('/api/v1/members/password/reset', {
-    config: { access: 'public', authRateLimited: true },
-    schema: {
-      tags,
-      operationId: 'resetPassword',
-      summary: 'Request a password reset, or complete one',
-      description: '`{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password and ends every session.',
-      body: PasswordResetBody,
-      response: { 201: Envelope(Type.Null()) },
-    },
-  }, async (request, reply) => {
-    await resetPassword(app.db, deps, request.body)
-    return reply.code(201).send(ok(null))
-  })
-
   app.post('/api/v1/members/email/verify', {
     config: { access: 'public' },
     schema: {
@@ -95,37 +65,5 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = a
   }, async (request, reply) => {
     await verifyEmail(app.db, request.body.token)
     return reply.code(201).send(ok(null))
-  })
-
-  app.post('/api/v1/members/me/api-keys', {
-    config: { access: 'member' },
-    schema: {
-      tags,
-      operationId: 'createApiKey',
-      summary: 'Create an API key',
-      description: 'The secret is in this answer only; send it as X-API-Key to act as this member.',
-      body: CreateApiKeyBody,
-      response: { 201: Envelope(CreatedApiKey) },
-    },
-  }, async (request, reply) => reply.code(201).send(ok(await createApiKey(app.db, principalOf(request), request.body.name))))
-
-  app.get('/api/v1/members/me/api-keys', {
-    config: { access: 'member' },
-    schema: { tags, operationId: 'listApiKeys', summary: 'List the caller’s API keys (without secrets)', description: 'Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again.', response: { 200: Envelope(Type.Array(ApiKey)) } },
-  }, async (request) => ok(await listApiKeys(app.db, principalOf(request))))
-
-  app.patch('/api/v1/members/me/api-keys/:keyId/revoke', {
-    config: { access: 'member' },
-    schema: {
-      tags,
-      operationId: 'revokeApiKey',
-      summary: 'Revoke one of the caller’s API keys',
-      description: 'The key stops working at once. Revoking it again changes nothing; a key of someone else is 404.',
-      params: ApiKeyParams,
-      response: { 200: Envelope(Type.Null()) },
-    },
-  }, async (request) => {
-    await revokeApiKey(app.db, principalOf(request), request.params.keyId)
-    return ok(null)
   })
 }

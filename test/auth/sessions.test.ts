@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { sql } from 'kysely'
-import { purgeExpiredSessions } from '../../src/auth/sessions.js'
-import { purgeExpiredMemberTokens } from '../../src/members/member-tokens.js'
+import { purgeExpiredSessions } from '../../src/auth/service.js'
+import { purgeExpiredMemberTokens } from '../../src/members/repository.js'
 import { assertError, describeEachBackend, waitFor, type Member } from '../helper.js'
 
 const INVALID_REFRESH = 'The refresh token is invalid, expired or revoked.'

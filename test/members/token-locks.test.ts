@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import pg from 'pg'
-import { tokenHash } from '../../src/auth/secrets.js'
+import { tokenHash } from '../../src/members/secrets.js'
 import { issueMemberToken } from '../../src/members/member-tokens.js'
 import { Api, createTestDatabase, testConfig } from '../helper.js'
 import { buildApp } from '../../src/app.js'
