@@ -1,4 +1,5 @@
 import type { Db } from '../db/schema.js'
+import { assertRange } from '../http/ranges.js'
 import { ApiError, invalidParam } from '../errors.js'
 import { pageWindow, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
 import {
@@ -82,9 +83,7 @@ function searchWords (q: string | undefined): string[] | undefined {
 }
 
 function productFilter (query: Partial<ProductListQuery>): ProductFilter {
-  if (query.minPrice !== undefined && query.maxPrice !== undefined && query.minPrice > query.maxPrice) {
-    throw invalidParam('minPrice', 'must not be greater than maxPrice')
-  }
+  assertRange('minPrice', query.minPrice, 'maxPrice', query.maxPrice)
   return { categoryId: query.categoryId, words: searchWords(query.q), minPrice: query.minPrice, maxPrice: query.maxPrice }
 }
 

@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db/schema.js'
 import { ApiError, invalidParam, type InvalidParam } from '../errors.js'
 import { assertOwnerOrAdmin, isAdmin, type Principal } from '../http/access.js'
+import { assertRange } from '../http/ranges.js'
 import { pageWindow, parseList, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
 import { toHistoryEntry, toOrderSummary } from './mapper.js'
 import {
@@ -109,11 +110,15 @@ export async function getOrderHistory (db: Db, principal: Principal, id: string)
 
 /** The filters a list query names, parsed. */
 export function orderFilter (query: Partial<AdminOrderSearchQuery>): OrderFilter {
+  assertRange('minTotal', query.minTotal, 'maxTotal', query.maxTotal)
+  const createdFrom = query.createdFrom !== undefined ? new Date(query.createdFrom) : undefined
+  const createdTo = query.createdTo !== undefined ? new Date(query.createdTo) : undefined
+  assertRange('createdFrom', createdFrom?.getTime(), 'createdTo', createdTo?.getTime(), true)
   return {
     customerId: query.customerId,
     statuses: parseList('status', query.status, ORDER_STATUSES),
-    createdFrom: query.createdFrom !== undefined ? new Date(query.createdFrom) : undefined,
-    createdTo: query.createdTo !== undefined ? new Date(query.createdTo) : undefined,
+    createdFrom,
+    createdTo,
     minTotal: query.minTotal,
     maxTotal: query.maxTotal,
     productId: query.productId,

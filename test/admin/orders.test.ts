@@ -224,6 +224,19 @@ describeEachBackend('admin: orders', (ctx) => {
     }
   })
 
+  it('refuses search and export ranges that end before they start with 400 naming the second field', async () => {
+    const admin = await ctx.api.admin()
+    const cases: Array<[Query, string, string]> = [
+      [{ minTotal: 2, maxTotal: 1 }, 'maxTotal', 'must be at least minTotal'],
+      [{ createdFrom: '2026-01-03T00:00:00Z', createdTo: '2026-01-02T00:00:00Z' }, 'createdTo', 'must be after createdFrom'],
+    ]
+    for (const path of [SEARCH, `${LIST}/export`]) {
+      for (const [query, field, message] of cases) {
+        assertError(await get(admin, path, query), { code: 'VALIDATION_FAILED', instance: path, detail: REQUEST_INVALID, invalidParams: [{ field, message }] })
+      }
+    }
+  })
+
   it('GET /admin/orders/{id} answers any customer’s order, soft-deleted ones too, with its ETag', async () => {
     const { admin, jan3, jan5 } = await fixture()
     for (const [id, status, allowedActions] of [[jan3, 'PLACED', ['cancel', 'delete']], [jan5, 'DELETED', []]] as const) {

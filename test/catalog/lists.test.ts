@@ -250,7 +250,7 @@ describeEachBackend('catalog lists', (ctx) => {
       ['a q of more than ten words', { q: 'espr '.repeat(10) + 'zzz' }, REQUEST_INVALID, 'q', 'must have at most 10 words'],
       ['an empty q', { q: '' }, QUERY_INVALID, 'q', 'must not be empty'],
       ['a 201-character q', { q: 'q'.repeat(201) }, QUERY_INVALID, 'q', 'must be at most 200 characters'],
-      ['minPrice above maxPrice', { minPrice: 1001, maxPrice: 1000 }, REQUEST_INVALID, 'minPrice', 'must not be greater than maxPrice'],
+      ['minPrice above maxPrice', { minPrice: 1001, maxPrice: 1000 }, REQUEST_INVALID, 'maxPrice', 'must be at least minPrice'],
       ['a negative minPrice', { minPrice: -1 }, QUERY_INVALID, 'minPrice', 'must be at least 0'],
       ['a fractional maxPrice', { maxPrice: 9.99 }, QUERY_INVALID, 'maxPrice', 'must be an integer'],
       ['categoryId 0', { categoryId: 0 }, QUERY_INVALID, 'categoryId', 'must be at least 1'],
@@ -388,7 +388,7 @@ describeEachBackend('catalog lists', (ctx) => {
       ['a negative page', { page: -1 }, QUERY_INVALID, 'page', 'must be at least 0'],
       ['a page beyond 1000000 (its offset would overflow)', { page: '461168601842738790' }, QUERY_INVALID, 'page', 'must be at most 1000000'],
       ['size 101', { size: 101 }, QUERY_INVALID, 'size', 'must be at most 100'],
-      ['minPrice above maxPrice', { minPrice: 2, maxPrice: 1 }, REQUEST_INVALID, 'minPrice', 'must not be greater than maxPrice'],
+      ['minPrice above maxPrice', { minPrice: 2, maxPrice: 1 }, REQUEST_INVALID, 'maxPrice', 'must be at least minPrice'],
       ['a q without a letter or digit', { q: '-- ;' }, REQUEST_INVALID, 'q', 'must contain at least one letter or digit'],
     ]
     for (const [what, query, detail, field, message] of invalid) {
