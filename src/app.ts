@@ -26,6 +26,7 @@ import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
+import { expireLapsedReservations } from './orders/lifecycle.js'
 import { orderRoutes } from './orders/routes.js'
 import { simulatedProvider, type PaymentProvider } from './payments/provider.js'
 import { paymentRoutes } from './payments/routes.js'
@@ -46,6 +47,8 @@ export interface BuildOptions {
   revocationPollMs?: number
   /** Who moves the money; default the built-in simulated provider (docs/payments.md). */
   paymentProvider?: PaymentProvider
+  /** How often to expire orders whose stock reservation ran out (default 15 s: within a minute, CONTRACT §11). */
+  reservationSweepMs?: number
 }
 
 /** Credentials never reach the logs, whatever a serializer or a log call includes (top level or one deep). */
@@ -100,6 +103,7 @@ const TIMEOUTS = { request: 30_000, headers: 10_000, keepAlive: 72_000, connecti
 
 /** How often expired rows (idempotency keys, refresh and mailed tokens) are purged. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000
+const RESERVATION_SWEEP_MS = 15_000
 
 /**
  * Assembles the service: database (migrated), wire rules, access rules, features, error handling.
@@ -175,7 +179,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(orderRoutes, { paymentProvider })
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
-  await app.register(adminMemberRoutes, { identity })
+  await app.register(adminMemberRoutes)
   registerMethodNotAllowed(app, routes)
 
   // Housekeeping: rows whose lifetime has ended are deleted in the background, so tables do not grow forever.
@@ -191,6 +195,13 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }, Math.min(PURGE_INTERVAL_MS, config.idempotencyTtlMs))
   purge.unref()
   app.addHook('onClose', async () => clearInterval(purge))
+
+  // Unconfirmed orders give their stock back when their reservation runs out, on whichever instance sweeps first.
+  const sweep = setInterval(() => {
+    expireLapsedReservations(database.db).catch(error => app.log.warn({ err: error }, 'expiry of lapsed reservations failed'))
+  }, options.reservationSweepMs ?? RESERVATION_SWEEP_MS)
+  sweep.unref()
+  app.addHook('onClose', async () => clearInterval(sweep))
 
   return app
 }

@@ -18,6 +18,8 @@ export interface Config {
   readonly adminPassword: string | undefined
   readonly jwtSecret: string | undefined
   readonly idempotencyTtlMs: number
+  /** How long a PLACED order holds its stock unconfirmed before it is expired; 0 = for ever. */
+  readonly orderReservationTtlMs: number
   readonly errorTypeBase: string
   readonly currency: string
   readonly bodyLimit: number
@@ -70,14 +72,17 @@ export function loadConfig (env: Env = process.env): Config {
     return value
   }
 
-  const duration = (name: string, fallback: string, max: string): number => {
+  const duration = (name: string, fallback: string, max: string, zero = false): number => {
     const raw = read(name) ?? fallback
+    if (zero && raw === '0') return 0
     const of = (text: string) => {
       const match = /^(\d+)(ms|s|m|h|d)$/.exec(text)
       return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0
     }
     const value = of(raw)
-    if (value <= 0 || value > of(max)) throw new ConfigError(name, `a positive duration up to ${max}, such as 90s, 15m, 24h or 7d`, raw)
+    if (value <= 0 || value > of(max)) {
+      throw new ConfigError(name, `${zero ? '0 or ' : ''}a positive duration up to ${max}, such as 90s, 15m, 24h or 7d`, raw)
+    }
     return value
   }
 
@@ -170,6 +175,7 @@ export function loadConfig (env: Env = process.env): Config {
     adminPassword,
     jwtSecret,
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
+    orderReservationTtlMs: duration('ORDER_RESERVATION_TTL', '60m', '365d', true),
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,
     bodyLimit: size('BODY_LIMIT', '1mb'),

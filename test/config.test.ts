@@ -16,6 +16,7 @@ describe('configuration', () => {
       adminPassword: undefined,
       jwtSecret: undefined,
       idempotencyTtlMs: 24 * 3600 * 1000,
+      orderReservationTtlMs: 60 * 60 * 1000,
       errorTypeBase: 'https://api.example.com',
       currency: 'USD',
       bodyLimit: 1024 * 1024,
@@ -44,6 +45,8 @@ describe('configuration', () => {
     assert.equal(config.errorTypeBase, 'https://errors.example.org')
     assert.equal(config.port, 3000)
     assert.equal(loadConfig({ IDEMPOTENCY_TTL: '15m' }).idempotencyTtlMs, 900_000)
+    assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '45m' }).orderReservationTtlMs, 2_700_000)
+    assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '0' }).orderReservationTtlMs, 0)
     assert.equal(loadConfig({ BODY_LIMIT: '2048' }).bodyLimit, 2048)
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
@@ -78,6 +81,9 @@ describe('configuration', () => {
     [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, /^Invalid DATABASE_PREPARED_STATEMENTS="yes": expected one of true, false$/],
     [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration up to 365d, such as 90s, 15m, 24h or 7d$/],
     [{ IDEMPOTENCY_TTL: '366d' }, /^Invalid IDEMPOTENCY_TTL="366d": expected a positive duration up to 365d/],
+    [{ IDEMPOTENCY_TTL: '0' }, /^Invalid IDEMPOTENCY_TTL="0": expected a positive duration/],
+    [{ ORDER_RESERVATION_TTL: '60' }, /^Invalid ORDER_RESERVATION_TTL="60": expected 0 or a positive duration up to 365d, such as 90s, 15m, 24h or 7d$/],
+    [{ ORDER_RESERVATION_TTL: '-5m' }, /^Invalid ORDER_RESERVATION_TTL="-5m": expected 0 or a positive duration/],
     [{ GIT_COMMIT: 'release-42' }, /^Invalid GIT_COMMIT="release-42": expected a commit id of 7 to 40 hexadecimal digits$/],
     [{ CURRENCY: 'usd' }, /^Invalid CURRENCY="usd": expected an ISO 4217 code/],
     [{ DATABASE_URL: 'mysql://x' }, /^Invalid DATABASE_URL="mysql:\/\/x": expected a URL starting with postgres:\/\/ or postgresql:\/\/$/],

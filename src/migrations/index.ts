@@ -2,10 +2,12 @@ import type { Migration } from 'kysely'
 import * as initial from './2026-11-22-01-initial.js'
 import * as identity from './2026-11-22-02-identity.js'
 import * as catalogPayments from './2026-11-23-01-catalog-payments.js'
+import * as reservations from './2026-11-24-01-reservations.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
   '2026-11-22-01-initial': initial,
   '2026-11-22-02-identity': identity,
   '2026-11-23-01-catalog-payments': catalogPayments,
+  '2026-11-24-01-reservations': reservations,
 }

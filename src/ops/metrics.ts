@@ -93,6 +93,13 @@ export const ordersCancelled = new Counter({
   registers: [registry],
 })
 
+/** Unconfirmed orders whose stock reservation ran out (ORDER_RESERVATION_TTL), counted once committed. */
+export const ordersExpired = new Counter({
+  name: 'orders_expired_total',
+  help: 'Unconfirmed orders cancelled by the service when their stock reservation ran out',
+  registers: [registry],
+})
+
 export const PAYMENT_OUTCOMES = ['approved', 'declined', 'error'] as const
 export type PaymentOutcome = typeof PAYMENT_OUTCOMES[number]
 

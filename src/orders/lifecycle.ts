@@ -1,15 +1,17 @@
 import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../errors.js'
-import { ordersCancelled } from '../ops/metrics.js'
+import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { lockPayment } from '../payments/repository.js'
 import { openPayment, settlePayment } from '../payments/service.js'
-import { lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
+import { lockLapsedReservation, lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
 import { etagOf } from './mapper.js'
 import { assertVisible } from './service.js'
-import { VERB_TARGET, addressEditable, canTransition, deliveryBlocker, holdsReservation, mayApply, verbFor } from './status.js'
+import {
+  VERB_TARGET, addressEditable, canTransition, deliveryBlocker, holdsReservation, holdsUnconfirmedReservation, mayApply, verbFor,
+} from './status.js'
 
 /** What a caller asks to change; `undefined` leaves a field as it is, `null` clears it. */
 export interface OrderChangeRequest {
@@ -76,13 +78,18 @@ async function withLockedPayment (trx: Tx, order: OrderWithItems, request: Order
 export async function changeOrder (
   db: Db, provider: PaymentProvider, principal: Principal, id: string, request: OrderChangeRequest
 ): Promise<OrderWithItems> {
-  let cancelled = false
+  const happened: { cancelled: boolean, lapsedAt: Date | null } = { cancelled: false, lapsedAt: null }
   const changed = await db.transaction().execute(async (trx) => {
     const locked = await lockOrder(trx, id)
     assertVisible(locked, principal, id)
     assertIfMatch(locked, request.ifMatch)
     const order = await withLockedPayment(trx, locked, request)
     const verb = resolveVerb(order, principal, request)
+    if (verb === 'confirm' && reservationLapsed(order)) {
+      // The sweep has not got to it yet: the order expires now, and the confirm is refused after commit.
+      happened.lapsedAt = order.reserved_until
+      return expire(trx, order)
+    }
 
     const shippingAddress = request.shippingAddress === undefined ? order.shipping_address : request.shippingAddress
     if (shippingAddress !== order.shipping_address && !addressEditable(order.status)) {
@@ -105,9 +112,52 @@ export async function changeOrder (
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     })
-    cancelled = status === 'CANCELLED' && order.status !== 'CANCELLED'
+    happened.cancelled = status === 'CANCELLED' && order.status !== 'CANCELLED'
     return { ...row, items: order.items, payment_status: payment.status }
   })
-  if (cancelled) ordersCancelled.inc() // counted once committed: a cancel rolled back never happened
+  if (happened.cancelled) ordersCancelled.inc() // counted once committed: a cancel rolled back never happened
+  if (happened.lapsedAt !== null) {
+    ordersExpired.inc()
+    throw new ApiError('INVALID_ORDER_STATUS',
+      `Cannot confirm an order that is CANCELLED: its stock reservation expired at ${happened.lapsedAt.toISOString()}.`)
+  }
   return changed
+}
+
+const reservationLapsed = (order: OrderWithItems) =>
+  holdsUnconfirmedReservation(order.status) && order.reserved_until !== null && order.reserved_until.getTime() <= Date.now()
+
+/**
+ * Expires a locked, unconfirmed order whose reservation ran out (CONTRACT §11): its stock goes back
+ * and it is CANCELLED by the service itself (history action `expire`, no actor). Such an order has
+ * no payment yet: a payment is opened by the confirm.
+ */
+async function expire (trx: Tx, order: OrderWithItems): Promise<OrderWithItems> {
+  await releaseStock(trx, order.id)
+  const row = await updateOrder(trx, order, {
+    status: 'CANCELLED', memo: order.memo, shippingAddress: order.shipping_address, paymentId: order.payment_id,
+  }, { action: 'expire', actor: null })
+  return { ...row, items: order.items, payment_status: order.payment_status }
+}
+
+/**
+ * Expires every order whose reservation has run out, one transaction each, at most `limit` per
+ * call; returns how many. Any number of instances may sweep at once: each order is locked with
+ * SKIP LOCKED and re-checked under its lock, so it is expired exactly once, and a confirm that
+ * commits first wins.
+ */
+export async function expireLapsedReservations (db: Db, limit = 500): Promise<number> {
+  let expired = 0
+  while (expired < limit) {
+    const done = await db.transaction().execute(async (trx) => {
+      const order = await lockLapsedReservation(trx)
+      if (!order) return false
+      await expire(trx, order)
+      return true
+    })
+    if (!done) break
+    expired++
+    ordersExpired.inc()
+  }
+  return expired
 }

@@ -51,6 +51,19 @@ export function findOrder (db: Db, id: string | number): Promise<OrderWithItems 
   return read(key)
 }
 
+/**
+ * Locks one order whose reservation has run out while it is still unconfirmed, skipping orders
+ * another transaction holds: each instance's sweep takes a different one, and an order confirmed
+ * or cancelled meanwhile no longer matches when its lock is granted.
+ */
+export function lockLapsedReservation (trx: Tx): Promise<OrderWithItems | undefined> {
+  return selectOrders(trx)
+    .where('status', 'in', ['PLACED', 'PENDING']).where('reserved_until', '<=', sql<Date>`now()`)
+    .orderBy('reserved_until').limit(1)
+    .forUpdate('orders').skipLocked()
+    .executeTakeFirst()
+}
+
 /** Locks the order row for the rest of the transaction. */
 export function lockOrder (trx: Tx, id: string | number): Promise<OrderWithItems | undefined> {
   return selectOrders(trx).where('id', '=', idValue(id)).forUpdate('orders').executeTakeFirst()
@@ -85,6 +98,8 @@ export interface NewOrder {
   memo: string | null
   items: ReadonlyArray<{ productId: number, productName: string, quantity: number, unitPrice: number, lineTotal: number }>
   actor: { id: number, role: Role }
+  /** How long the stock stays reserved without a confirm; 0 = for ever. */
+  reservationMs: number
 }
 
 /**
@@ -101,9 +116,10 @@ export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Prom
       from v where p.id = v.product_id
     ),
     o as (
-      insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo)
+      insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo, reserved_until)
       values (${order.customerId}, 'PLACED', ${order.totalAmount}, ${order.currency}, ${order.items.length},
-              ${order.shippingAddress}, ${order.memo})
+              ${order.shippingAddress}, ${order.memo},
+              case when ${order.reservationMs}::bigint > 0 then now() + ${order.reservationMs}::bigint * interval '1 millisecond' end)
       returning *
     ),
     items as (
@@ -144,7 +160,7 @@ export async function updateOrder (
   trx: Tx,
   order: OrderRow,
   change: OrderChange,
-  history: { action: OrderAction, actor: { id: number, role: Role } }
+  history: { action: OrderAction, actor: { id: number, role: Role } | null }
 ): Promise<OrderRow> {
   const row = await trx.updateTable('orders')
     .set({
@@ -163,8 +179,8 @@ export async function updateOrder (
     from_status: order.status,
     to_status: change.status,
     action: history.action,
-    actor_id: history.actor.id,
-    actor_role: history.actor.role,
+    actor_id: history.actor?.id ?? null,
+    actor_role: history.actor?.role ?? null,
   }).execute()
   return row
 }

@@ -35,7 +35,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     assertOrderRequest(principal, request.body)
     const once = { scope: { memberId: principal.memberId, method: 'POST', path: '/api/v1/orders' }, key, body: request.body, ttlMs: app.config.idempotencyTtlMs }
     const outcome = await app.db.transaction().execute(trx => answerOnce(trx, once, async () => {
-      const order = await placeOrder(trx, app.config.currency, principal, request.body)
+      const order = await placeOrder(trx, app.config, principal, request.body)
       return { status: 201, body: toOrderDetail(order, principal), location: `/api/v1/orders/${order.id}` }
     }))
     if ('replayed' in outcome && !outcome.replayed) ordersPlaced.inc() // once committed, never on a replay

@@ -11,7 +11,7 @@ export const VerbSchema = Type.Enum(['confirm', 'cancel', 'delete', 'deliver'])
 export type Verb = Static<typeof VerbSchema>
 
 /** Every `action` a history entry can carry. */
-export const OrderActionSchema = Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update'])
+export const OrderActionSchema = Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update', 'expire'])
 export type OrderAction = Static<typeof OrderActionSchema>
 
 const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
@@ -74,8 +74,8 @@ export const HistoryEntry = Type.Object({
   from: Nullable(OrderStatusSchema),
   to: OrderStatusSchema,
   action: OrderActionSchema,
-  actorId: Id,
-  actorRole: RoleSchema,
+  actorId: Nullable(Id),
+  actorRole: Nullable(RoleSchema),
   at: Timestamp,
 })
 export type HistoryEntry = Static<typeof HistoryEntry>

@@ -1,3 +1,4 @@
+import type { Config } from '../config.js'
 import type { Db, Tx } from '../db/schema.js'
 import { ApiError, invalidParam, type InvalidParam } from '../errors.js'
 import { assertOwnerOrAdmin, isAdmin, type Principal } from '../http/access.js'
@@ -35,10 +36,13 @@ export function assertOrderRequest (principal: Principal, body: CreateOrderBody)
 
 /**
  * Places an order (CONTRACT §3) in the caller's transaction, after `assertOrderRequest`: checks the
- * customer exists (400), every product is active (400) and in stock (409), then reserves the stock,
- * inserts the order and records its history. Returns the order as created.
+ * customer exists (400), every product is active (400) and in stock (409), then reserves the stock
+ * until the reservation TTL runs out (CONTRACT §11), inserts the order and records its history.
+ * Returns the order as created.
  */
-export async function placeOrder (trx: Tx, currency: string, principal: Principal, body: CreateOrderBody): Promise<OrderWithItems> {
+export async function placeOrder (
+  trx: Tx, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal, body: CreateOrderBody
+): Promise<OrderWithItems> {
   if (body.customerId !== principal.memberId && !(await memberExists(trx, body.customerId))) {
     throw invalidParam('customerId', 'is not a registered member')
   }
@@ -76,12 +80,13 @@ export async function placeOrder (trx: Tx, currency: string, principal: Principa
 
   const row = await insertOrderReservingStock(trx, {
     customerId: body.customerId,
-    currency,
+    currency: config.currency,
     totalAmount,
     shippingAddress: body.shippingAddress ?? null,
     memo: body.memo ?? null,
     items,
     actor: { id: principal.memberId, role: principal.role },
+    reservationMs: config.orderReservationTtlMs,
   })
   return { ...row, items, payment_status: null }
 }

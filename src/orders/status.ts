@@ -50,6 +50,11 @@ export function holdsReservation (status: OrderStatus): boolean {
   return status === 'PENDING' || status === 'PLACED' || status === 'CONFIRMED'
 }
 
+/** Orders whose reservation runs out unless they are confirmed in time (CONTRACT §11). */
+export function holdsUnconfirmedReservation (status: OrderStatus): boolean {
+  return status === 'PENDING' || status === 'PLACED'
+}
+
 /** The shipping address may change only while the order has not shipped or ended. */
 export const addressEditable = holdsReservation
 

@@ -1,4 +1,4 @@
-import type { Generated, Selectable } from 'kysely'
+import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { Role } from '../members/schemas.js'
 import type { OrderAction, OrderStatus } from './schemas.js'
 
@@ -12,6 +12,8 @@ export interface OrdersTable {
   shipping_address: string | null
   memo: string | null
   payment_id: number | null
+  /** When the unconfirmed order's stock reservation runs out; null = never (CONTRACT §11). */
+  reserved_until: ColumnType<Date | null, Date | null | undefined, Date | null>
   version: Generated<number>
   created_at: Generated<Date>
   updated_at: Generated<Date>
@@ -34,8 +36,9 @@ export interface OrderHistoryTable {
   from_status: OrderStatus | null
   to_status: OrderStatus
   action: OrderAction
-  actor_id: number
-  actor_role: Role
+  /** Null when the service itself acted (an expired reservation). */
+  actor_id: number | null
+  actor_role: Role | null
   at: Generated<Date>
 }
 
