@@ -4,7 +4,7 @@ import { Envelope, IdParams, Page, ok } from '../http/schemas.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { exportOrdersCsv } from './export.js'
 import { changeOrder } from './lifecycle.js'
-import { etagOf, toOrderDetail } from './mapper.js'
+import { sendOrder } from './routes.js'
 import {
   AdminOrderExportQuery, AdminOrderListQuery, AdminOrderSearchQuery, AdminPatchOrderBody, IfMatchHeaders, OrderDetail,
   OrderSummary,
@@ -73,7 +73,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.patch('/api/v1/admin/orders/:id', {
@@ -96,6 +96,6 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
       memo: memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 }

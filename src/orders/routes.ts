@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { invalidParam } from '../errors.js'
-import { principalOf } from '../http/access.js'
+import { principalOf, type Principal } from '../http/access.js'
 import { idempotencyKeyOf, sendAnswer } from '../http/idempotency.js'
 import { Envelope, IdParams, IdempotencyHeaders, Slice, ok } from '../http/schemas.js'
 import { answerOnce } from '../idempotency/service.js'
@@ -9,11 +10,17 @@ import { ordersPlaced } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { changeOrder } from './lifecycle.js'
 import { etagOf, toOrderDetail } from './mapper.js'
+import type { OrderWithItems } from './repository.js'
 import {
   CreateOrderBody, HistoryEntry, IfMatchHeaders, OrderDetail, OrderItem, OrderListQuery,
   OrderSearchQuery, OrderSummary, PatchOrderBody, PutOrderBody, type Verb,
 } from './schemas.js'
 import { assertOrderRequest, getOrder, getOrderHistory, listOwnOrders, placeOrder } from './service.js'
+
+/** Answers with the order's detail for this caller and the ETag of the version shown. */
+export function sendOrder (reply: FastifyReply, order: OrderWithItems, principal: Principal): FastifyReply {
+  return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+}
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentProvider }> = async (app, { paymentProvider }) => {
   const tags = ['orders']
@@ -79,7 +86,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }, async (request, reply) => {
     const principal = principalOf(request)
     const order = await getOrder(app.db, principal, request.params.id)
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.get('/api/v1/orders/:id/items', {
@@ -150,7 +157,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       ...request.body,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 
   app.patch('/api/v1/orders/:id', {
@@ -173,6 +180,6 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
       memo: request.body.memo ?? undefined,
       ifMatch: request.headers['if-match'],
     })
-    return reply.header('ETag', etagOf(order)).send(ok(toOrderDetail(order, principal)))
+    return sendOrder(reply, order, principal)
   })
 }
