@@ -12,7 +12,7 @@ import type { Config } from './config.js'
 import { migrate, openDatabase, type DatabaseHandle } from './db/database.js'
 import type { Db } from './db/schema.js'
 import { registerAccessRules } from './http/access.js'
-import { collectRoutes, frameworkErrorHandler, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
+import { clientErrorHandler, collectRoutes, frameworkErrorHandler, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
 import { securityHeaders } from './http/security-headers.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { purgeExpiredKeys } from './idempotency/repository.js'
@@ -136,6 +136,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       accessLog.requestCompleted(null, request, reply)
       timeRequest(request, reply)
     }),
+    // What Node's HTTP parser refuses is answered with the error envelope too (CONTRACT §11 Wire).
+    clientErrorHandler: clientErrorHandler(config),
     ajv: { customOptions: { removeAdditional: false } },
     // Path parameters of any length reach validation (a 101-digit id is a 400 naming `id`, not a 414).
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16_384 },

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto'
 import http from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { translateDbError } from '../db/errors.js'
 import { ApiError, errorSlug } from '../errors.js'
+import { securityHeaders } from './security-headers.js'
 
 const FASTIFY_ERRORS: Record<string, () => ApiError> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
@@ -35,40 +38,63 @@ export function toApiError (error: unknown): ApiError {
   return new ApiError('INTERNAL_ERROR', 'An unexpected error occurred. It has been logged; please try again later.')
 }
 
-/** Sends the error envelope for `error` (CONTRACT §2). */
-export function sendError (config: Config, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
-  const body = {
-    success: false,
+/** The path of a request target, without its query: an error's `instance`. */
+export const pathOf = (url: string): string => url.split('?', 1)[0]!
+
+/**
+ * The error envelope for `error` at `instance` (CONTRACT §2): the one builder of every error body,
+ * whether Fastify sends it (`sendError`) or the socket is written directly (`clientErrorHandler`).
+ */
+export function problem (config: Config, error: ApiError, instance: string) {
+  return {
+    success: false as const,
     data: null,
     error: {
       type: `${config.errorTypeBase}/errors/${errorSlug(error.code)}`,
       title: error.title,
       status: error.status,
       detail: error.message,
-      instance: request.url.split('?', 1)[0],
+      instance,
       code: error.code,
       timestamp: new Date().toISOString(),
       ...(error.invalidParams ? { invalidParams: error.invalidParams } : {}),
     },
   }
+}
+
+/** Sends the error envelope for `error` (CONTRACT §2). */
+export function sendError (config: Config, request: FastifyRequest, reply: FastifyReply, error: ApiError) {
+  const body = problem(config, error, pathOf(request.url))
   return reply.code(error.status).headers(error.headers).type('application/problem+json').send(body)
+}
+
+/**
+ * A request body cut short because the client went away (it reset the connection or closed it
+ * mid-upload): Node destroys the request stream with its own "aborted" error, and Fastify's body
+ * reader hands that very error to the error handler. It is the client's doing, not a server error:
+ * a 400 that nobody receives, logged and counted as a client error (CONTRACT §11 Wire).
+ */
+function clientAbort (error: unknown, request: FastifyRequest): ApiError | undefined {
+  if (error === null || error === undefined || request.raw.errored !== error) return undefined
+  return new ApiError('MALFORMED_REQUEST', 'The request body was not received in full: the client closed the connection.')
+}
+
+/** No route at `path`: 404, with its own code for the reserved /api/v2. */
+export function notFound (path: string): ApiError {
+  return /^\/api\/v2(\/|$)/.test(path)
+    ? new ApiError('API_VERSION_NOT_AVAILABLE', 'API version 2 is reserved and not available; use /api/v1.')
+    : new ApiError('RESOURCE_NOT_FOUND', `No resource at ${path}.`)
 }
 
 /** The one error handler and the 404 handler: every error response is built here. */
 export function registerErrorHandling (app: FastifyInstance, config: Config): void {
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error)
+    const apiError = clientAbort(error, request) ?? toApiError(error)
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
     return sendError(config, request, reply, apiError)
   })
 
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?', 1)[0]!
-    const error = /^\/api\/v2(\/|$)/.test(path)
-      ? new ApiError('API_VERSION_NOT_AVAILABLE', 'API version 2 is reserved and not available; use /api/v1.')
-      : new ApiError('RESOURCE_NOT_FOUND', `No resource at ${path}.`)
-    return sendError(config, request, reply, error)
-  })
+  app.setNotFoundHandler((request, reply) => sendError(config, request, reply, notFound(pathOf(request.url))))
 }
 
 /**
@@ -87,6 +113,88 @@ export function frameworkErrorHandler (
       : toApiError(error)
     if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
     return sendError(config, request, reply, apiError)
+  }
+}
+
+/** What the parser's error codes (llhttp's `HPE_*`) mean, in words a client can act on. */
+const PARSER_DETAILS: Record<string, string> = {
+  HPE_INVALID_METHOD: 'The request method is not a valid HTTP method.',
+  HPE_INVALID_URL: 'The request target is not a valid URL path.',
+  HPE_INVALID_VERSION: 'The request line does not name HTTP/1.0 or HTTP/1.1.',
+  HPE_INVALID_HEADER_TOKEN: 'A request header is not valid HTTP: its name or value has a character HTTP does not allow.',
+  HPE_INVALID_CONTENT_LENGTH: 'The Content-Length header is not a valid length.',
+  HPE_UNEXPECTED_CONTENT_LENGTH: 'The request has both Content-Length and Transfer-Encoding; send one.',
+  HPE_INVALID_TRANSFER_ENCODING: 'The Transfer-Encoding header is not valid: only chunked is accepted, and not together with Content-Length.',
+  HPE_INVALID_CHUNK_SIZE: 'The chunked request body has an invalid chunk size.',
+  HPE_INVALID_EOF_STATE: 'The connection ended before the request was complete.',
+  HPE_LF_EXPECTED: 'A line of the request does not end with CRLF.',
+  HPE_CR_EXPECTED: 'A line of the request does not end with CRLF.',
+}
+
+/** The catalogue error for what Node's HTTP server refused before any route could see the request. */
+function clientErrorOf (code: string | undefined): ApiError {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return new ApiError('REQUEST_HEADER_FIELDS_TOO_LARGE',
+      `The request line and headers are larger than the ${http.maxHeaderSize} bytes this service accepts.`)
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return new ApiError('REQUEST_TIMEOUT', 'The request did not arrive in time; the connection is closed.')
+  }
+  return new ApiError('MALFORMED_REQUEST', (code && PARSER_DETAILS[code]) ?? 'The request is not valid HTTP/1.1 and could not be read.')
+}
+
+/** A request line at the start of the bytes the parser refused: `METHOD /path[?query] HTTP/1.x`. */
+const REQUEST_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ (\/[\x21-\x3e\x40-\x7e]*)(?:\?[\x21-\x7e]*)? HTTP\/1\.[01]\r?\n/
+
+/** The path of the refused request when its request line can be read, else `/` (CONTRACT §11 Wire). */
+function instanceOf (rawPacket: unknown): string {
+  if (!Buffer.isBuffer(rawPacket)) return '/'
+  return REQUEST_LINE.exec(rawPacket.subarray(0, 8192).toString('latin1'))?.[1] ?? '/'
+}
+
+/** How long a refused connection is still read (and its bytes dropped) after the answer, before it is closed. */
+const LINGER_MS = 1_000
+
+/**
+ * Fastify's `clientErrorHandler`: answers a request that Node's HTTP parser refused (bad framing, a
+ * malformed request line or header, headers over Node's limit, a request that did not arrive in
+ * time) with the error envelope, instead of Fastify's own body. No route, hook or request object
+ * exists for it, so the answer is written to the socket here, built by `problem` like every other
+ * error, with the security headers, `Cache-Control: no-store`, a fresh `X-Request-Id` (the parser
+ * has not given us the caller's) and `Connection: close`. Nothing is written when the client is
+ * gone or when a response on that connection has already begun (the bytes would land inside it).
+ * The write side is closed at once; the read side drains for a moment, so that a client still
+ * sending is not answered with a reset that could discard the answer before it is read.
+ */
+export function clientErrorHandler (config: Config) {
+  const security = securityHeaders()
+  const answered = new WeakSet<Socket>()
+  // A function, not an arrow: Fastify calls it with the instance as `this`, whose logger it uses.
+  return function (this: FastifyInstance, error: Error & { code?: string, rawPacket?: unknown }, socket: Socket): void {
+    // The parser reports every later chunk of a refused connection again: it has been answered.
+    if (answered.has(socket)) return
+    const response = (socket as { _httpMessage?: http.ServerResponse })._httpMessage
+    if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable || response?.headersSent) {
+      socket.destroy()
+      return
+    }
+    answered.add(socket)
+    const apiError = clientErrorOf(error.code)
+    const requestId = randomUUID()
+    const body = JSON.stringify(problem(config, apiError, instanceOf(error.rawPacket)))
+    const headers: Record<string, string | number> = {
+      ...security,
+      'cache-control': 'no-store',
+      'x-request-id': requestId,
+      'content-type': 'application/problem+json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    }
+    const head = [`HTTP/1.1 ${apiError.status} ${http.STATUS_CODES[apiError.status]}`,
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)].join('\r\n')
+    socket.end(`${head}\r\n\r\n${body}`)
+    setTimeout(() => socket.destroy(), LINGER_MS).unref()
+    this.log.info({ requestId, statusCode: apiError.status, parserError: error.code }, 'request refused by the HTTP parser')
   }
 }
 
