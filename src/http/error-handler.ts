@@ -100,7 +100,8 @@ export function registerErrorHandling (app: FastifyInstance, config: Config): vo
 /**
  * Answers what Fastify's router refuses before any route or hook runs (a path that is not valid
  * percent-encoding): the same error envelope, with the headers the `onRequest` hook would have set.
- * No hook runs for such a request, so `completed` (the access log line, the metrics) is called here.
+ * No hook runs for such a request, so `completed` (the access log line, the metrics) is called here,
+ * and `Cache-Control` is set here.
  */
 export function frameworkErrorHandler (
   config: Config, headers: Record<string, string>, completed: (request: FastifyRequest, reply: FastifyReply) => void
@@ -108,6 +109,8 @@ export function frameworkErrorHandler (
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     reply.raw.once('finish', () => completed(request, reply))
     reply.headers(headers).header('x-request-id', request.id)
+    // No onSend hook runs for these either: an error under /api is never stored (CONTRACT §11).
+    if (/^\/api(\/|$)/.test(pathOf(request.url))) reply.header('cache-control', 'no-store')
     const apiError = error.code === 'FST_ERR_BAD_URL'
       ? new ApiError('MALFORMED_REQUEST', 'The request path is not valid percent-encoded UTF-8.')
       : toApiError(error)

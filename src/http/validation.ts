@@ -115,7 +115,7 @@ function message (error: ErrorObject | FastifySchemaValidationError, part: Schem
   const p = error.params as Record<string, unknown>
   switch (error.keyword) {
     case 'required': return 'is required'
-    case 'additionalProperties': return part === 'querystring' ? 'is not a recognised query parameter' : 'is not a recognised field'
+    case 'additionalProperties': return part === 'querystring' ? UNKNOWN_QUERY_PARAMETER : 'is not a recognised field'
     case 'type': return `must be ${p.type === 'integer' ? 'an integer' : `a ${String(p.type)}`}`
     case 'minimum': return `must be at least ${String(p.limit)}`
     case 'maximum': return `must be at most ${String(p.limit)}`
@@ -155,6 +155,13 @@ export function toInvalidParams (errors: ReadonlyArray<ErrorObject | FastifySche
   return [...byField].map(([field, message]) => ({ field, message }))
 }
 
+/**
+ * At most this many unknown query parameters are named in invalidParams (in the order sent); the
+ * detail gives the total. A query string can hold thousands, and the answer need not echo them all.
+ */
+const MAX_UNKNOWN_LISTED = 20
+const UNKNOWN_QUERY_PARAMETER = 'is not a recognised query parameter'
+
 const PARTS: Record<SchemaErrorDataVar, string> = {
   body: 'request body', querystring: 'query', params: 'path', headers: 'headers',
 }
@@ -165,5 +172,14 @@ export function schemaErrorFormatter (errors: FastifySchemaValidationError[], pa
     return new ApiError('MALFORMED_REQUEST', 'The request body must be a JSON object.')
   }
   const invalidParams = toInvalidParams(errors, part)
+  if (part === 'querystring') {
+    const unknown = invalidParams.filter(param => param.message === UNKNOWN_QUERY_PARAMETER)
+    if (unknown.length > MAX_UNKNOWN_LISTED) {
+      const listed = new Set(unknown.slice(0, MAX_UNKNOWN_LISTED))
+      return new ApiError('VALIDATION_FAILED',
+        `The request has ${unknown.length} unknown query parameters; the first ${MAX_UNKNOWN_LISTED} are listed.`,
+        { invalidParams: invalidParams.filter(param => param.message !== UNKNOWN_QUERY_PARAMETER || listed.has(param)) })
+    }
+  }
   return new ApiError('VALIDATION_FAILED', `The ${PARTS[part]} has invalid parameters.`, { invalidParams })
 }

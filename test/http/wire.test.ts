@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
-import { it } from 'node:test'
-import { assertError, describeEachBackend } from '../helper.js'
+import { after, before, describe, it } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import { assertError, describeEachBackend, testConfig } from '../helper.js'
+import { logCapture } from './raw.js'
 
 describeEachBackend('wire rules', (ctx) => {
   it('wraps success in the envelope with application/json', async () => {
@@ -218,6 +221,73 @@ describeEachBackend('wire rules', (ctx) => {
     })
   })
 
+  it('lists at most the first 20 unknown query parameters, in the order sent, and gives their total in detail', async () => {
+    const names = Array.from({ length: 57 }, (_, i) => `unknown${i + 1}`)
+    const res = await ctx.api.inject({ url: `/api/v1/products?${names.map(name => `${name}=1`).join('&')}&size=0` })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/products',
+      detail: 'The request has 57 unknown query parameters; the first 20 are listed.',
+      invalidParams: [
+        { field: 'size', message: 'must be at least 1' },
+        ...names.slice(0, 20).map(field => ({ field, message: 'is not a recognised query parameter' })),
+      ].sort((a, b) => res.json().error.invalidParams.findIndex((p: { field: string }) => p.field === a.field) -
+        res.json().error.invalidParams.findIndex((p: { field: string }) => p.field === b.field)),
+    })
+    assert.deepEqual(res.json().error.invalidParams.filter((p: { field: string }) => p.field !== 'size').map((p: { field: string }) => p.field), names.slice(0, 20))
+    const twenty = await ctx.api.inject({ url: `/api/v1/products?${names.slice(0, 20).map(name => `${name}=1`).join('&')}` })
+    assertError(twenty, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/products',
+      detail: 'The query has invalid parameters.',
+      invalidParams: names.slice(0, 20).map(field => ({ field, message: 'is not a recognised query parameter' })),
+    })
+  })
+
+  for (const [method, url] of [['GET', '/api/v1/orders/'], ['GET', '/api/v1/orders/5/'], ['GET', '/api/v1/products/'],
+    ['GET', '/api/v1/products/categories/'], ['DELETE', '/api/v1/orders/'], ['POST', '/api/v1/orders/'], ['GET', '/api/v1/admin/orders/7/']] as const) {
+    it(`answers a trailing slash on a known path (${method} ${url}) with 404 RESOURCE_NOT_FOUND, not a validation error, 401 or 405`, async () => {
+      assertError(await ctx.api.inject({ method, url: `${url}?size=1` }), { code: 'RESOURCE_NOT_FOUND', instance: url, detail: `No resource at ${url}.` })
+    })
+  }
+
+  it('sends Cache-Control: no-store on every /api answer, errors included', async () => {
+    const member = await ctx.api.member()
+    const answers = [
+      await ctx.api.inject({ url: '/api/v1/health' }),
+      await ctx.api.inject({ url: '/api/v1/members/me', headers: member.headers }),
+      await ctx.api.inject({ url: '/api/v1/orders' }),
+      await ctx.api.inject({ url: '/api/v1/no-such-thing' }),
+      await ctx.api.inject({ method: 'DELETE', url: '/api/v1/orders' }),
+      await ctx.api.inject({ url: '/api/v1/orders/%E0%A4%A' }),
+      await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: 'nope', headers: { 'content-type': 'text/plain' } }),
+      await ctx.api.inject({ url: '/api/v1/products?size=0' }),
+    ]
+    assert.deepEqual(answers.map(res => res.statusCode), [200, 200, 401, 404, 405, 400, 415, 400])
+    for (const res of answers) assert.equal(res.headers['cache-control'], 'no-store', `${res.statusCode} ${res.body}`)
+  })
+
+  it('lets shared caches keep the catalogue\'s 200 answers to anonymous callers for 60 s, and nothing else of it', async () => {
+    const admin = await ctx.api.admin()
+    const product = await ctx.api.product(admin)
+    for (const url of ['/api/v1/products', `/api/v1/products/${product.productId}`, '/api/v1/products/categories', '/api/v1/products/search?q=coffee']) {
+      const res = await ctx.api.inject({ url })
+      assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
+      assert.equal(res.headers['cache-control'], 'public, max-age=60', url)
+      // A cache must not hand the anonymous answer to a caller who sends a credential.
+      assert.equal(res.headers.vary, 'Authorization, X-API-Key', url)
+      const authenticated = await ctx.api.inject({ url, headers: admin.headers })
+      assert.equal(authenticated.statusCode, 200, url)
+      assert.equal(authenticated.headers['cache-control'], 'no-store', url)
+      // An invalid credential is ignored on public paths, but the answer is still not for shared caches.
+      const invalid = await ctx.api.inject({ url, headers: { authorization: 'Bearer nonsense' } })
+      assert.equal(invalid.headers['cache-control'], 'no-store', url)
+    }
+    const missing = await ctx.api.inject({ url: '/api/v1/products/987654321' })
+    assert.equal(missing.statusCode, 404)
+    assert.equal(missing.headers['cache-control'], 'no-store')
+  })
+
   for (const id of ['0', '-1', 'abc', '01', '1.5', '9223372036854775808', '99999999999999999999']) {
     it(`answers path id ${id} with 400 naming id`, async () => {
       const admin = await ctx.api.admin()
@@ -265,5 +335,31 @@ describeEachBackend('wire rules', (ctx) => {
     } finally {
       await ctx.api.app.db.schema.alterTable('orders_away').renameTo('orders').execute()
     }
+  })
+})
+
+describe('TRUST_PROXY=true at start-up', () => {
+  let database: DatabaseHandle
+  before(async () => {
+    database = await openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true })
+  })
+  after(() => database?.close())
+
+  const warnings = async (trustProxy: string) => {
+    const { stream, lines } = logCapture()
+    const app = await buildApp(testConfig({ TRUST_PROXY: trustProxy, LOG_LEVEL: 'info' }), { logger: { stream }, database })
+    await app.close()
+    return lines.filter(line => line.level === 40 && /TRUST_PROXY/.test(String(line.msg)))
+  }
+
+  it('logs one warning that any client can then choose its address, naming the hop count and proxy addresses instead', async () => {
+    const lines = await warnings('true')
+    assert.equal(lines.length, 1, JSON.stringify(lines))
+    assert.match(String(lines[0]!.msg), /X-Forwarded-For from any client/)
+    assert.match(String(lines[0]!.msg), /number of proxies .* or to their addresses/)
+  })
+
+  it('says nothing when TRUST_PROXY is a hop count, addresses, or false', async () => {
+    for (const value of ['1', '10.0.0.1', 'false']) assert.deepEqual(await warnings(value), [], value)
   })
 })
