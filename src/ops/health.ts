@@ -3,11 +3,14 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { sql } from 'kysely'
+import { Type } from 'typebox'
 import { COMMIT_ID } from '../config.js'
 import type { Identity } from '../auth/identity.js'
 import type { CounterStore } from '../auth/limits.js'
 import type { DatabaseHandle } from '../db/database.js'
+import { serviceUnavailable } from '../db/errors.js'
 import { isAdmin } from '../http/access.js'
+import { Envelope, ok } from '../http/schemas.js'
 
 type Status = 'UP' | 'DOWN'
 
@@ -125,6 +128,8 @@ function send (reply: FastifyReply, status: number, body: unknown) {
  * - `/actuator/health/liveness`: UP while the process serves requests (no dependency checked).
  * - `/actuator/health/readiness`: UP when the database answers, else 503 DOWN.
  * - `/actuator/info`: `{app: {name, version}, build: {time}, git?: {commit}}`.
+ * - `/api/v1/health`, for clients: readiness in the envelope, 200 `{status: "UP"}` or 503
+ *   SERVICE_UNAVAILABLE with `Retry-After` (CONTRACT §11 Wire).
  * No query schema: unknown query parameters are ignored here (the rule that rejects them covers `/api` only).
  */
 export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identity: Identity }> = async (app, { database, identity }) => {
@@ -148,4 +153,19 @@ export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identi
   })
 
   app.get('/actuator/info', ROUTE, async (_request, reply) => send(reply, 200, info))
+
+  app.get('/api/v1/health', {
+    config: { access: 'public' },
+    schema: {
+      tags: ['operations'],
+      operationId: 'getHealth',
+      summary: 'Can the service serve requests now',
+      description: 'Answers as readiness does: 200 `{status: "UP"}` when the database answers, else 503 SERVICE_UNAVAILABLE with Retry-After.',
+      response: { 200: Envelope(Type.Object({ status: Type.Literal('UP') })) },
+    },
+  }, async () => {
+    const { status } = await checkDatabase(database)
+    if (status !== 'UP') throw serviceUnavailable()
+    return ok({ status: 'UP' as const })
+  })
 }

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
-import { Api, describeEachBackend, testConfig, freePort } from '../helper.js'
+import { Api, assertError, describeEachBackend, testConfig, freePort } from '../helper.js'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name: string, version: string }
@@ -38,6 +38,13 @@ describeEachBackend('actuator health', (ctx) => {
       status: 'UP',
       components: { db: { status: 'UP', details: { database: database(), validationQuery: 'select 1' } } },
     })
+  })
+
+  it('answers the clients\' /api/v1/health as readiness does: 200 envelope UP, not cached', async () => {
+    const res = await ctx.api.inject({ method: 'GET', url: '/api/v1/health' })
+    assert.equal(res.statusCode, 200, res.body)
+    assert.deepEqual(res.json(), { success: true, data: { status: 'UP' }, error: null })
+    assert.equal(res.headers['cache-control'], 'no-store')
   })
 
   it('answers liveness and readiness', async () => {
@@ -97,7 +104,7 @@ describe('actuator health with the database gone', () => {
     await api?.app.close()
   })
 
-  it('is DOWN with 503, still alive, and names the failure only to admins', async () => {
+  it('is DOWN with 503, still alive, names the failure only to admins, and /api/v1/health answers 503 SERVICE_UNAVAILABLE', async () => {
     const admin = await api.admin()
     await database.close()
     assertHealth(await api.inject({ method: 'GET', url: '/actuator/health' }), 503, { status: 'DOWN' })
@@ -109,6 +116,10 @@ describe('actuator health with the database gone', () => {
     })
     assertHealth(await api.inject({ method: 'GET', url: '/actuator/health/readiness' }), 503, { status: 'DOWN' })
     assertHealth(await api.inject({ method: 'GET', url: '/actuator/health/liveness' }), 200, { status: 'UP' })
+    const clientHealth = await api.inject({ method: 'GET', url: '/api/v1/health' })
+    assertError(clientHealth, { code: 'SERVICE_UNAVAILABLE', instance: '/api/v1/health', detail: 'The service is temporarily unavailable; please retry shortly.' })
+    assert.equal(clientHealth.headers['retry-after'], '1')
+    assert.equal(clientHealth.headers['cache-control'], 'no-store')
     const info = await api.inject({ method: 'GET', url: '/actuator/info' })
     assert.equal(info.statusCode, 200)
   })

@@ -136,7 +136,10 @@ describe('database outage and recovery', () => {
     const liveness = await get('/actuator/health/liveness')
     assert.equal(liveness.statusCode, 200)
     assert.deepEqual(body(liveness), { status: 'UP' })
-    assert.equal((await get('/api/v1/health')).statusCode, 200)
+    // The clients' health answers as readiness does, in the envelope.
+    const clientHealth = await get('/api/v1/health')
+    assertError(clientHealth, { code: 'SERVICE_UNAVAILABLE', instance: '/api/v1/health', detail: 'The service is temporarily unavailable; please retry shortly.' })
+    assert.equal(clientHealth.headers['retry-after'], '1')
 
     start()
 
@@ -144,6 +147,7 @@ describe('database outage and recovery', () => {
     await eventually('readiness UP', async () => (await get('/actuator/health/readiness')).statusCode === 200)
     await eventually('products listed', async () => (await get('/api/v1/products')).statusCode === 200)
     assert.deepEqual(body(await get('/actuator/health/readiness')), { status: 'UP' })
+    assert.deepEqual(body(await get('/api/v1/health')), { success: true, data: { status: 'UP' }, error: null })
     const detailedAgain = await get('/actuator/health', admin.headers)
     assert.equal(detailedAgain.statusCode, 200)
     assert.equal(body(detailedAgain).components.db.status, 'UP')
