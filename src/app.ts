@@ -26,6 +26,8 @@ import { healthRoutes } from './ops/health.js'
 import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
+import { eventRoutes } from './events/routes.js'
+import { purgeOldEvents } from './events/repository.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
 import { expireLapsedReservations } from './orders/lifecycle.js'
 import { orderRoutes } from './orders/routes.js'
@@ -183,6 +185,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(orderRoutes, { paymentProvider })
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
+  await app.register(eventRoutes)
   await app.register(adminMemberRoutes)
   registerMethodNotAllowed(app, routes)
 
@@ -191,6 +194,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ['idempotency keys', purgeExpiredKeys],
     ['refresh tokens and sessions', purgeExpiredSessions],
     ['mailed tokens', purgeExpiredMemberTokens],
+    ['events', db => purgeOldEvents(db, config.eventRetentionMs)],
   ]
   const purge = setInterval(() => {
     for (const [what, run] of purges) {

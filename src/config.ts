@@ -20,6 +20,8 @@ export interface Config {
   readonly idempotencyTtlMs: number
   /** How long a PLACED order holds its stock unconfirmed before it is expired; 0 = for ever. */
   readonly orderReservationTtlMs: number
+  /** How long events are kept in the feed. */
+  readonly eventRetentionMs: number
   readonly errorTypeBase: string
   readonly currency: string
   readonly bodyLimit: number
@@ -176,6 +178,7 @@ export function loadConfig (env: Env = process.env): Config {
     jwtSecret,
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
     orderReservationTtlMs: duration('ORDER_RESERVATION_TTL', '60m', '365d', true),
+    eventRetentionMs: duration('EVENT_RETENTION', '30d', '3650d'),
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,
     bodyLimit: size('BODY_LIMIT', '1mb'),

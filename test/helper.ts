@@ -58,7 +58,7 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
 }
 
 const TABLES = [
-  'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
+  'events', 'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
   'refresh_tokens', 'sessions', 'member_tokens', 'api_keys',
 ]
 
@@ -213,6 +213,7 @@ const TITLES: Record<string, [number, string]> = {
   PRODUCT_NOT_FOUND: [404, 'Product Not Found'],
   CATEGORY_NOT_FOUND: [404, 'Category Not Found'],
   PAYMENT_NOT_FOUND: [404, 'Payment Not Found'],
+  EVENT_NOT_FOUND: [404, 'Event Not Found'],
   RESOURCE_NOT_FOUND: [404, 'Not Found'],
   API_VERSION_NOT_AVAILABLE: [404, 'Not Found'],
   METHOD_NOT_ALLOWED: [405, 'Method Not Allowed'],
@@ -222,6 +223,7 @@ const TITLES: Record<string, [number, string]> = {
   PRECONDITION_FAILED: [412, 'Precondition Failed'],
   PAYLOAD_TOO_LARGE: [413, 'Payload Too Large'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'Unsupported Media Type'],
+  CURSOR_EXPIRED: [410, 'Cursor Expired'],
   IDEMPOTENCY_KEY_REUSED: [422, 'Idempotency Key Reused'],
   TOO_MANY_REQUESTS: [429, 'Too Many Requests'],
   INTERNAL_ERROR: [500, 'Internal Server Error'],

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { ApiKeysTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
 import type { CategoriesTable, ProductsTable } from '../catalog/table.js'
+import type { EventsTable } from '../events/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
 import type { MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
@@ -22,6 +23,7 @@ export interface Database {
   api_keys: ApiKeysTable
   payments: PaymentsTable
   payment_refunds: PaymentRefundsTable
+  events: EventsTable
 }
 
 export type Db = Kysely<Database>

@@ -3,6 +3,7 @@ import * as initial from './2026-11-22-01-initial.js'
 import * as identity from './2026-11-22-02-identity.js'
 import * as catalogPayments from './2026-11-23-01-catalog-payments.js'
 import * as reservations from './2026-11-24-01-reservations.js'
+import * as events from './2026-11-24-02-events.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22-02-identity': identity,
   '2026-11-23-01-catalog-payments': catalogPayments,
   '2026-11-24-01-reservations': reservations,
+  '2026-11-24-02-events': events,
 }

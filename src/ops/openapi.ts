@@ -81,6 +81,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'orders', description: 'The caller’s orders: place, read, change, confirm, cancel, delete' },
         { name: 'payments', description: 'Paying for confirmed orders, and refunds' },
         { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
+        { name: 'events', description: 'Every announced change of an order or its payment, as committed: the event feed (ADMIN role)' },
         { name: 'operations', description: 'Service health' },
       ],
       components: {

@@ -1,6 +1,8 @@
 import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../errors.js'
+import type { Announcement } from '../events/outbox.js'
+import type { EventType } from '../events/schemas.js'
 import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { lockPayment } from '../payments/repository.js'
@@ -100,18 +102,25 @@ export async function changeOrder (
     if (status === order.status && memo === order.memo && shippingAddress === order.shipping_address) return order
 
     let payment = { id: order.payment_id, status: order.payment_status }
+    const events: Announcement[] = []
     if (verb === 'confirm') {
       const opened = await openPayment(trx, order)
       payment = { id: opened.id, status: opened.status }
+      events.push({ type: 'payment.created' })
     }
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
-      if (payment.id !== null) payment.status = await settlePayment(trx, provider, payment.id, principal.memberId)
+      if (payment.id !== null) {
+        const settled = await settlePayment(trx, provider, payment.id, principal.memberId)
+        payment.status = settled.status
+        if (settled.event) events.push(settled.event)
+      }
     }
+    events.push({ type: verb ? VERB_EVENT[verb] : 'order.updated' })
     const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId: payment.id }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
-    })
+    }, events)
     happened.cancelled = status === 'CANCELLED' && order.status !== 'CANCELLED'
     return { ...row, items: order.items, payment_status: payment.status }
   })
@@ -122,6 +131,14 @@ export async function changeOrder (
       `Cannot confirm an order that is CANCELLED: its stock reservation expired at ${happened.lapsedAt.toISOString()}.`)
   }
   return changed
+}
+
+/** The event each verb announces (CONTRACT §12); a change of memo or address alone is `order.updated`. */
+const VERB_EVENT: Readonly<Record<Verb, EventType>> = {
+  confirm: 'order.confirmed',
+  cancel: 'order.cancelled',
+  deliver: 'order.delivered',
+  delete: 'order.deleted',
 }
 
 const reservationLapsed = (order: OrderWithItems) =>
@@ -136,7 +153,7 @@ async function expire (trx: Tx, order: OrderWithItems): Promise<OrderWithItems> 
   await releaseStock(trx, order.id)
   const row = await updateOrder(trx, order, {
     status: 'CANCELLED', memo: order.memo, shippingAddress: order.shipping_address, paymentId: order.payment_id,
-  }, { action: 'expire', actor: null })
+  }, { action: 'expire', actor: null }, [{ type: 'order.expired' }])
   return { ...row, items: order.items, payment_status: order.payment_status }
 }
 

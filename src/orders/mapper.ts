@@ -1,14 +1,14 @@
 import type { Principal } from '../http/access.js'
 import type { OrderWithItems } from './repository.js'
-import type { HistoryEntry, OrderDetail, OrderSummary } from './schemas.js'
+import type { HistoryEntry, OrderDetail, OrderItem, OrderSummary } from './schemas.js'
 import { allowedActions } from './status.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
 
 /** The strong ETag of an order version, e.g. `"3"` (CONTRACT §3). */
 export const etagOf = (order: { version: number }) => `"${order.version}"`
 
-/** The order's detail as this caller sees it (its `allowedActions` depend on who asks). */
-export function toOrderDetail (order: OrderWithItems, principal: Principal): OrderDetail {
+/** The order as an admin reads it, without `allowedActions`: what events carry (CONTRACT §12). */
+export function toOrderData (order: OrderRow & { items: OrderItem[] }): Omit<OrderDetail, 'allowedActions'> {
   return {
     orderId: order.id,
     customerId: order.customer_id,
@@ -20,10 +20,14 @@ export function toOrderDetail (order: OrderWithItems, principal: Principal): Ord
     memo: order.memo,
     paymentId: order.payment_id,
     version: order.version,
-    allowedActions: allowedActions(order, principal),
     createdAt: order.created_at.toISOString(),
     updatedAt: order.updated_at.toISOString(),
   }
+}
+
+/** The order's detail as this caller sees it (its `allowedActions` depend on who asks). */
+export function toOrderDetail (order: OrderWithItems, principal: Principal): OrderDetail {
+  return { ...toOrderData(order), allowedActions: allowedActions(order, principal) }
 }
 
 export function toOrderSummary (order: OrderRow): OrderSummary {

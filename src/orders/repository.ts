@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
+import { insertEvents, type Announcement } from '../events/outbox.js'
 import type { Database, Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
 import { MAX_STOCK, isId64 } from '../limits.js'
@@ -102,9 +103,15 @@ export interface NewOrder {
   reservationMs: number
 }
 
+/** The `order.placed` event's items: those of the statement's values list, not yet readable from order_items. */
+const placedItems = sql`(select jsonb_agg(jsonb_build_object(
+    'productId', v.product_id, 'productName', v.product_name, 'quantity', v.quantity,
+    'unitPrice', v.unit_price, 'lineTotal', v.line_total) order by v.position) from v)`
+
 /**
- * Reserves the stock (takes each item's quantity off its product), inserts the order, its items and
- * its first history entry: one statement. The caller has locked the products and checked the stock.
+ * Reserves the stock (takes each item's quantity off its product), inserts the order, its items,
+ * its first history entry and its `order.placed` event: one statement. The caller has locked the
+ * products and checked the stock.
  */
 export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Promise<OrderRow> {
   const values = sql.join(order.items.map((item, position) =>
@@ -116,10 +123,11 @@ export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Prom
       from v where p.id = v.product_id
     ),
     o as (
-      insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo, reserved_until)
+      insert into orders (customer_id, status, total_amount, currency, item_count, shipping_address, memo, reserved_until, event_sequence)
       values (${order.customerId}, 'PLACED', ${order.totalAmount}, ${order.currency}, ${order.items.length},
               ${order.shippingAddress}, ${order.memo},
-              case when ${order.reservationMs}::bigint > 0 then now() + ${order.reservationMs}::bigint * interval '1 millisecond' end)
+              case when ${order.reservationMs}::bigint > 0 then now() + ${order.reservationMs}::bigint * interval '1 millisecond' end,
+              1)
       returning *
     ),
     items as (
@@ -129,7 +137,8 @@ export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Prom
     history as (
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
       select o.id, null, 'PLACED', 'create', ${order.actor.id}, ${order.actor.role} from o
-    )
+    ),
+    events as (${insertEvents([{ type: 'order.placed' }], placedItems)})
     select * from o`.execute(trx)
   return rows[0]!
 }
@@ -155,34 +164,31 @@ export interface OrderChange {
   paymentId: number | null
 }
 
-/** Writes the new state, bumps the version and records the history entry. */
+/**
+ * Writes the new state, bumps the version, records the history entry and the change's events:
+ * one statement. `events` are announced in the order given (a payment's event before its order's).
+ */
 export async function updateOrder (
   trx: Tx,
   order: OrderRow,
   change: OrderChange,
-  history: { action: OrderAction, actor: { id: number, role: Role } | null }
+  history: { action: OrderAction, actor: { id: number, role: Role } | null },
+  events: readonly Announcement[]
 ): Promise<OrderRow> {
-  const row = await trx.updateTable('orders')
-    .set({
-      status: change.status,
-      memo: change.memo,
-      shipping_address: change.shippingAddress,
-      payment_id: change.paymentId,
-      version: sql<number>`version + 1`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where('id', '=', order.id)
-    .returningAll()
-    .executeTakeFirstOrThrow()
-  await trx.insertInto('order_history').values({
-    order_id: order.id,
-    from_status: order.status,
-    to_status: change.status,
-    action: history.action,
-    actor_id: history.actor?.id ?? null,
-    actor_role: history.actor?.role ?? null,
-  }).execute()
-  return row
+  const { rows } = await sql<OrderRow>`
+    with o as (
+      update orders set status = ${change.status}, memo = ${change.memo}, shipping_address = ${change.shippingAddress},
+        payment_id = ${change.paymentId}, version = version + 1, updated_at = now(),
+        event_sequence = event_sequence + ${events.length}::integer
+      where id = ${order.id}
+      returning *
+    ),
+    history as (
+      insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
+      select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text from o
+    )${events.length > 0 ? sql`, events as (${insertEvents(events)})` : sql``}
+    select * from o`.execute(trx)
+  return rows[0]!
 }
 
 export function findHistory (db: Db, orderId: number): Promise<OrderHistoryRow[]> {

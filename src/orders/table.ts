@@ -15,6 +15,8 @@ export interface OrdersTable {
   /** When the unconfirmed order's stock reservation runs out; null = never (CONTRACT §11). */
   reserved_until: ColumnType<Date | null, Date | null | undefined, Date | null>
   version: Generated<number>
+  /** How many events the order has announced; the next takes the next number (CONTRACT §12). */
+  event_sequence: Generated<number>
   created_at: Generated<Date>
   updated_at: Generated<Date>
 }

@@ -1,12 +1,31 @@
 import { sql } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
+import { insertEvents, type Announcement } from '../events/outbox.js'
 import type { KeysetPosition } from '../http/paging.js'
 import type { PaymentsTable, PaymentRow } from './table.js'
 import type { Updateable } from 'kysely'
 
 export function findPayment (db: Db, id: string | number): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', idValue(id)).executeTakeFirst()
+}
+
+/**
+ * Locks the payment's order: a payment verb takes the order's lock before the payment's, the order
+ * in which a cancel takes them, so the two never deadlock. Its event needs the order's next number.
+ */
+export async function lockOrderOfPayment (trx: Tx, id: string | number): Promise<void> {
+  await sql`select o.id from orders o where o.id = (select p.order_id from payments p where p.id = ${idValue(id)}) for update`.execute(trx)
+}
+
+/**
+ * Announces a change of the payment alone (processed, declined, refunded): its order keeps its
+ * version, and the event takes the order's next sequence number under the order's row lock.
+ */
+export async function announcePaymentChange (trx: Tx, orderId: number, event: Announcement): Promise<void> {
+  await sql`
+    with o as (update orders set event_sequence = event_sequence + 1 where id = ${orderId} returning *)
+    ${insertEvents([event])}`.execute(trx)
 }
 
 /** Locks the payment for the rest of the transaction: its changes happen one at a time. */

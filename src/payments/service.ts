@@ -1,10 +1,13 @@
 import type { Db, Tx } from '../db/schema.js'
 import { assertOwnerOrAdmin, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../errors.js'
+import type { Announcement } from '../events/outbox.js'
 import { sliceWindow, toSlice } from '../http/paging.js'
 import { meteredCharge } from '../ops/metrics.js'
 import type { PaymentProvider } from './provider.js'
-import { findPayment, insertPayment, insertRefund, listCustomerPayments, lockPayment, updatePayment } from './repository.js'
+import {
+  announcePaymentChange, findPayment, insertPayment, insertRefund, listCustomerPayments, lockOrderOfPayment, lockPayment, updatePayment,
+} from './repository.js'
 import { isCaptured, type Payment, type PaymentHistoryQuery, type PaymentStatus, type ProcessPaymentBody, type RefundPaymentBody } from './schemas.js'
 import type { PaymentRow } from './table.js'
 
@@ -69,15 +72,19 @@ async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, 
  * captured is refunded in full (→ REFUNDED), a payment never captured is CANCELLED. If the provider
  * cannot refund, the whole change fails: no order is cancelled while its money stays captured.
  */
-export async function settlePayment (trx: Tx, provider: PaymentProvider, paymentId: number, actorId: number): Promise<PaymentStatus> {
+export async function settlePayment (
+  trx: Tx, provider: PaymentProvider, paymentId: number, actorId: number
+): Promise<{ status: PaymentStatus, event?: Announcement }> {
   const payment = (await lockPayment(trx, paymentId))!
   if (isCaptured(payment.status)) {
-    return (await refund(trx, provider, payment, payment.amount - payment.refunded_amount, 'order cancelled', actorId)).status
+    const left = payment.amount - payment.refunded_amount
+    const refunded = await refund(trx, provider, payment, left, 'order cancelled', actorId)
+    return { status: refunded.status, event: { type: 'payment.refunded', refund: { amount: left } } }
   }
   if (payment.status === 'PENDING' || payment.status === 'FAILED') {
-    return (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status
+    return { status: (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status, event: { type: 'payment.cancelled' } }
   }
-  return payment.status
+  return { status: payment.status }
 }
 
 /** The owner of the payment's order, or an admin; the payment outlives a deleted order. */
@@ -104,6 +111,7 @@ export interface PaymentCommand {
 
 /** The payment to change, locked for the rest of the transaction; 404 when there is none. */
 async function lockExisting (trx: Tx, id: string): Promise<PaymentRow> {
+  await lockOrderOfPayment(trx, id)
   const payment = await lockPayment(trx, id)
   if (!payment) throw notFound(id)
   return payment
@@ -143,6 +151,7 @@ export async function processPayment (
   })))
   if (!charge.approved) {
     const failed = await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason })
+    await announcePaymentChange(trx, payment.order_id, { type: 'payment.failed' })
     return { payment: failed, declined: true }
   }
   const completed = await updatePayment(trx, payment.id, {
@@ -153,6 +162,7 @@ export async function processPayment (
     provider_reference: charge.reference,
     failure_reason: null,
   })
+  await announcePaymentChange(trx, payment.order_id, { type: 'payment.succeeded' })
   return { payment: completed, declined: false }
 }
 
@@ -170,5 +180,8 @@ export async function refundPayment (trx: Tx, { provider, principal, id }: Payme
   if (body.amount !== undefined && body.amount > left) {
     throw invalidParam('amount', `must not exceed the ${left} left to refund`)
   }
-  return refund(trx, provider, payment, body.amount ?? left, 'refund', principal.memberId)
+  const amount = body.amount ?? left
+  const refunded = await refund(trx, provider, payment, amount, 'refund', principal.memberId)
+  await announcePaymentChange(trx, payment.order_id, { type: 'payment.refunded', refund: { amount } })
+  return refunded
 }

@@ -39,6 +39,8 @@ const OPERATIONS = [
   'get /api/v1/admin/orders',
   'get /api/v1/admin/orders/search',
   'get /api/v1/admin/orders/export',
+  'get /api/v1/admin/events',
+  'get /api/v1/admin/events/{eventId}',
   'get /api/v1/admin/orders/{id}',
   'patch /api/v1/admin/orders/{id}',
   'get /api/v1/payments/history',

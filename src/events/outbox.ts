@@ -1,0 +1,37 @@
+import { sql, type RawBuilder } from 'kysely'
+import type { EventType } from './schemas.js'
+
+/** An event a change announces; `refund` only on `payment.refunded` (CONTRACT §12). */
+export interface Announcement {
+  type: EventType
+  refund?: { amount: number }
+}
+
+/** An order's items as the API shows them, read from order_items for the order row `o`. */
+export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
+    'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+  from order_items i where i.order_id = o.id)`
+
+/**
+ * The transactional outbox's write: an insert of the announced events, to be one more CTE (or the
+ * final statement) of the statement that changes the order, so they commit or roll back with it.
+ * `o` must name the order row as it is after the change, its `event_sequence` already advanced by
+ * `announcements.length`: the events take the numbers up to it, in the order given. Each stores
+ * the order, its items (`items`, a subquery over `o`), its payment as the transaction has it, and
+ * the refund.
+ */
+export function insertEvents (announcements: readonly Announcement[], items: RawBuilder<unknown> = storedItems): RawBuilder<unknown> {
+  const count = announcements.length
+  const rows = sql.join(announcements.map((a, i) =>
+    sql`(${i + 1}::integer, ${a.type}::text, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb)`))
+  return sql`
+    insert into events (type, order_id, sequence, snapshot)
+    select a.type, o.id, o.event_sequence - ${count}::integer + a.ord, jsonb_build_object(
+      'order', to_jsonb(o),
+      'items', coalesce(${items}, '[]'::jsonb),
+      'payment', (select to_jsonb(p) from payments p where p.id = o.payment_id),
+      'refund', a.refund)
+    from o, (values ${rows}) as a (ord, type, refund)
+    order by a.ord`
+}

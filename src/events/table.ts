@@ -1,0 +1,24 @@
+import type { Generated, Selectable } from 'kysely'
+import type { EventType } from './schemas.js'
+
+export interface EventsTable {
+  id: Generated<number>
+  /** The writing transaction's id (xid8, as text): the feed's position is (tx, id). */
+  tx: Generated<string>
+  type: EventType
+  order_id: number
+  sequence: number
+  /** The order row, its items, its payment row and the refund, as committed (src/events/outbox.ts). */
+  snapshot: EventSnapshot
+  created_at: Generated<Date>
+}
+
+/** What an event stores of the change, in the database's own JSON (snake_case rows). */
+export interface EventSnapshot {
+  order: Record<string, unknown>
+  items: unknown[]
+  payment: Record<string, unknown> | null
+  refund: { amount: number } | null
+}
+
+export type EventRow = Selectable<EventsTable>
