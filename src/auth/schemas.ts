@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { Id, PathId, Timestamp } from '../http/schemas.js'
+import { Id, PathId, PlainName, Timestamp } from '../http/schemas.js'
 import { Email, Password } from '../members/schemas.js'
 
 export const LoginBody = Type.Object({
@@ -37,7 +37,7 @@ export const PasswordResetBody = Type.Object({
 export type PasswordResetBody = Static<typeof PasswordResetBody>
 
 export const CreateApiKeyBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, examples: ['warehouse sync'] }),
+  name: PlainName({ minLength: 1, maxLength: 100, examples: ['warehouse sync'] }),
 }, { additionalProperties: false })
 export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>
 

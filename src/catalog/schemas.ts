@@ -1,12 +1,12 @@
 import { Type, type Static } from 'typebox'
-import { Currency, Id, Money, Nullable, PageQuery, PathId, SliceQuery, SortQuery, Timestamp } from '../http/schemas.js'
+import { Currency, Id, Money, Nullable, PageQuery, PathId, PlainName, SliceQuery, SortQuery, Timestamp } from '../http/schemas.js'
 import { MAX_STOCK } from '../limits.js'
 
 export const PRODUCT_STATUSES = ['ACTIVE', 'INACTIVE'] as const
 export const ProductStatusSchema = Type.Enum([...PRODUCT_STATUSES])
 export type ProductStatus = Static<typeof ProductStatusSchema>
 
-const Name = Type.String({ minLength: 1, maxLength: 200, examples: ['Espresso beans, 1 kg'] })
+const Name = PlainName({ minLength: 1, maxLength: 200, examples: ['Espresso beans, 1 kg'] })
 const Description = Nullable(Type.String({ maxLength: 5000 }))
 const Price = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Minor units (cents)', examples: [2450] })
 const Stock = Type.Integer({ minimum: 0, maximum: MAX_STOCK, examples: [100] })
@@ -81,7 +81,7 @@ export const Category = Type.Object({
 export type Category = Static<typeof Category>
 
 export const CreateCategoryBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100, examples: ['Coffee'] }),
+  name: PlainName({ minLength: 1, maxLength: 100, examples: ['Coffee'] }),
   parentId: Type.Optional(CategoryRef),
 }, { additionalProperties: false })
 export type CreateCategoryBody = Static<typeof CreateCategoryBody>

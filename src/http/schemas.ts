@@ -115,3 +115,15 @@ export const ErrorEnvelope = Type.Object({
 
 /** The success envelope's value, e.g. `reply.send(ok(order))`. */
 export const ok = <T>(data: T) => ({ success: true as const, data, error: null })
+
+/**
+ * A name a person chose (member, product, category, API key): no control characters, i.e. Unicode
+ * Cc, U+0000–U+001F and U+007F–U+009F (CONTRACT §11), so that a name cannot break a line of a mail,
+ * a log or a CSV export. U+0000 is left out of the pattern: the wire rule refuses it in every string,
+ * with a message of its own. E.g. `PlainName({ minLength: 1, maxLength: 100 })`.
+ */
+export const PlainName = (options: Parameters<typeof Type.String>[0] = {}) => Type.String({
+  description: 'Any text without control characters (Unicode Cc)',
+  ...options,
+  pattern: '^[^\\u0001-\\u001F\\u007F-\\u009F]*$',
+})

@@ -1,12 +1,14 @@
 import type { Mail } from '../mail/mailer.js'
 
-// The mails that carry a one-time token, and where the token is to be sent back.
+// The mails that carry a one-time token, and where the token is to be sent back. They hold no text
+// a member chose (a name): whoever registers may give someone else's address, and a name placed
+// before our own words could pass for them (CONTRACT §11). The token is the only line of its own.
 
-export function verificationMail (member: { email: string, name: string }, token: string): Mail {
+export function verificationMail (member: { email: string }, token: string): Mail {
   return {
     to: member.email,
     subject: 'Verify your email address',
-    text: `Welcome, ${member.name}.\n\nTo verify your email address, POST this token to /api/v1/members/email/verify:\n\n${token}\n\nIt works once, for 7 days.\n`,
+    text: `An account was registered with this email address. To verify the address, POST this token to /api/v1/members/email/verify:\n\n${token}\n\nIt works once, for 7 days. If you did not register, ignore this mail.\n`,
   }
 }
 

@@ -1,6 +1,6 @@
 import { ROLES } from '../http/access.js'
 import { Type, type Static } from 'typebox'
-import { Id, PageQuery, SortQuery, Timestamp } from '../http/schemas.js'
+import { Id, PageQuery, PlainName, SortQuery, Timestamp } from '../http/schemas.js'
 
 export const RoleSchema = Type.Enum([...ROLES])
 export type Role = Static<typeof RoleSchema>
@@ -12,10 +12,13 @@ export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['
 /** NIST 800-63B style: length only, no composition rules. */
 export const Password = Type.String({ minLength: 8, maxLength: 128 })
 
+/** A member's name: 1..100 characters, no control characters. */
+const Name = PlainName({ minLength: 1, maxLength: 100, examples: ['Ada Lovelace'] })
+
 export const RegisterBody = Type.Object({
   email: Email,
   password: Password,
-  name: Type.String({ minLength: 1, maxLength: 100, examples: ['Ada Lovelace'] }),
+  name: Name,
 }, { additionalProperties: false })
 export type RegisterBody = Static<typeof RegisterBody>
 
@@ -29,8 +32,6 @@ export const Member = Type.Object({
   createdAt: Timestamp,
 })
 export type Member = Static<typeof Member>
-
-const Name = Type.String({ minLength: 1, maxLength: 100, examples: ['Ada Lovelace'] })
 
 export const UpdateMemberBody = Type.Object({
   name: Type.Optional(Name),

@@ -285,6 +285,25 @@ describeEachBackend('products', (ctx) => {
     assert.deepEqual(await current(admin, beans.productId), beans)
   })
 
+  it('refuses a control character in the name on create, PUT and PATCH with 400 naming name, and changes nothing', async () => {
+    const admin = await ctx.api.admin()
+    const beans = await agedProduct(admin)
+    const nameRefused = (instance: string) => ({
+      code: 'VALIDATION_FAILED', instance, detail: INVALID, invalidParams: [{ field: 'name', message: 'has an invalid format' }],
+    })
+    for (const name of ['Beans\nFREE SHIPPING', 'Beans\r', '\u001B[31mBeans', 'Beans\u007F', 'Beans\u0085']) {
+      assertError(await ctx.api.inject({ method: 'POST', url: URL, headers: admin.headers, payload: { name, price: 1, stockQuantity: 1 } }), nameRefused(URL))
+      const put = { name, description: null, price: 1, stockQuantity: 1, categoryId: null, status: 'ACTIVE' }
+      assertError(await send('PUT', admin, beans.productId, put), nameRefused(`${URL}/${beans.productId}`))
+      assertError(await send('PATCH', admin, beans.productId, { name }), nameRefused(`${URL}/${beans.productId}`))
+    }
+    assert.deepEqual(await current(admin, beans.productId), beans)
+    const count = await ctx.api.app.db.selectFrom('products').select(eb => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()
+    assert.equal(Number(count.n), 1)
+    const renamed = await send('PATCH', admin, beans.productId, { name: 'Beans — 1 kg, “dark” 😀' })
+    assert.equal(changed(renamed).name, 'Beans — 1 kg, “dark” 😀', 'other characters are fine')
+  })
+
   it('answers 404 PRODUCT_NOT_FOUND to a PUT or PATCH of an unknown product', async () => {
     const admin = await ctx.api.admin()
     const put = { name: 'N', description: null, price: 1, stockQuantity: 1, categoryId: null, status: 'ACTIVE' }
