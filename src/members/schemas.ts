@@ -9,8 +9,15 @@ export const MemberStatusSchema = Type.Enum(['ACTIVE', 'SUSPENDED'])
 export type MemberStatus = Static<typeof MemberStatusSchema>
 
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ada@example.com'] })
-/** NIST 800-63B style: length only, no composition rules. */
-export const Password = Type.String({ minLength: 8, maxLength: 128 })
+/**
+ * NIST 800-63B style: length, no composition rules. The service also refuses a common password and
+ * one that is the email or its local part (passwords.ts), which a schema cannot express.
+ */
+export const Password = Type.String({
+  minLength: 8,
+  maxLength: 128,
+  description: '8 to 128 characters; not a common password, not the email address nor the part before its @',
+})
 
 /** A member's name: 1..100 characters, no control characters. */
 const Name = PlainName({ minLength: 1, maxLength: 100, examples: ['Ada Lovelace'] })

@@ -7,7 +7,7 @@ import { pageWindow, parseSort, toPage } from '../http/paging.js'
 import type { Mail, Mailer } from '../mail/mailer.js'
 import { passwordResetMail, verificationMail } from './mails.js'
 import { consumeMemberToken, issueMemberToken } from './member-tokens.js'
-import { hashPassword } from './passwords.js'
+import { assertPasswordAllowed, hashPassword } from './passwords.js'
 import {
   findMemberByEmail, findMemberById, insertMember, lockActiveAdminIds, lockMember, markEmailVerified, pageMembers,
   updateMemberRow,
@@ -44,8 +44,10 @@ function mailInBackground (deps: MailDeps, to: string, compose: () => Promise<Ma
     .catch(error => deps.log.warn({ err: error, to }, 'mail could not be sent'))
 }
 
+/** Registers a member (the password must pass `assertPasswordAllowed`) and mails a verification token. */
 export async function registerMember (db: Db, deps: MailDeps, body: RegisterBody): Promise<Member> {
   const email = body.email.trim()
+  assertPasswordAllowed('password', body.password, email)
   const row = await insertMember(db, { email, passwordHash: await hashPassword(body.password), name: body.name })
   if (!row) throw new ApiError('EMAIL_ALREADY_REGISTERED', 'An account with this email already exists.')
   mailInBackground(deps, row.email, async () => verificationMail(row, await issueMemberToken(db, row.id, 'EMAIL_VERIFICATION')))

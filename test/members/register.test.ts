@@ -3,6 +3,8 @@ import { it } from 'node:test'
 import { assertError, describeEachBackend } from '../helper.js'
 
 const INVALID = 'The request body has invalid parameters.'
+const TOO_COMMON = 'is too common: it is in a list of passwords that attackers try first; choose a longer or less predictable one'
+const IS_EMAIL = 'must not be your email address or the part of it before the @'
 
 describeEachBackend('POST /api/v1/members', (ctx) => {
   const register = (payload: object) => ctx.api.inject({ method: 'POST', url: '/api/v1/members', payload })
@@ -39,6 +41,28 @@ describeEachBackend('POST /api/v1/members', (ctx) => {
     ['an empty name', { email: 'a@example.com', password: 'correct horse', name: '' }, [{ field: 'name', message: 'must not be empty' }]],
     ['a role (no mass assignment)', { email: 'a@example.com', password: 'correct horse', name: 'A', role: 'ADMIN' }, [{ field: 'role', message: 'is not a recognised field' }]],
   ]
+  const refused: Array<[string, object, string]> = [
+    ['a common password', { email: 'a@example.com', password: 'password123', name: 'A' }, TOO_COMMON],
+    ['a common password in another case', { email: 'a@example.com', password: 'IloveYou1', name: 'A' }, TOO_COMMON],
+    ['a password that is the email', { email: 'a@example.com', password: 'a@example.com', name: 'A' }, IS_EMAIL],
+    ['a password that is the email in another case, with spaces around', { email: 'a@example.com', password: '  A@Example.COM ', name: 'A' }, IS_EMAIL],
+    ['a password that is the email’s local part', { email: 'ada.lovelace@example.com', password: 'Ada.Lovelace', name: 'A' }, IS_EMAIL],
+  ]
+  for (const [what, payload, message] of refused) {
+    it(`refuses ${what} with 400 naming password and saying why, and creates nobody`, async () => {
+      assertError(await register(payload), {
+        code: 'VALIDATION_FAILED', instance: '/api/v1/members', detail: 'The request has invalid parameters.', invalidParams: [{ field: 'password', message }],
+      })
+      const rows = await ctx.api.app.db.selectFrom('members').select('id').where('role', '=', 'USER').execute()
+      assert.deepEqual(rows, [])
+    })
+  }
+
+  it('accepts a password that only contains the email’s local part', async () => {
+    const res = await register({ email: 'ada.lovelace@example.com', password: 'ada.lovelace rides', name: 'Ada' })
+    assert.equal(res.statusCode, 201, res.body)
+  })
+
   for (const [what, payload, invalidParams] of invalid) {
     it(`refuses ${what} with 400 and creates nobody`, async () => {
       assertError(await register(payload), { code: 'VALIDATION_FAILED', instance: '/api/v1/members', detail: INVALID, invalidParams })
@@ -47,3 +71,10 @@ describeEachBackend('POST /api/v1/members', (ctx) => {
     })
   }
 })
+
+describeEachBackend('ADMIN_PASSWORD', (ctx) => {
+  it('is not held to the common-password list: a common ADMIN_PASSWORD still makes the admin, who logs in with it', async () => {
+    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'admin@example.com', password: 'password123' } })
+    assert.equal(res.statusCode, 201, res.body)
+  })
+}, { env: { ADMIN_PASSWORD: 'password123' } })
