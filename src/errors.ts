@@ -26,6 +26,7 @@ export const ERRORS = {
   EMAIL_ALREADY_REGISTERED: { status: 409, title: 'Email Already Registered' },
   INSUFFICIENT_STOCK: { status: 409, title: 'Insufficient Stock' },
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'Idempotency Key In Flight' },
+  API_KEY_LIMIT_REACHED: { status: 409, title: 'API Key Limit Reached' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition Failed' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },

@@ -220,6 +220,7 @@ const TITLES: Record<string, [number, string]> = {
   EMAIL_ALREADY_REGISTERED: [409, 'Email Already Registered'],
   INSUFFICIENT_STOCK: [409, 'Insufficient Stock'],
   IDEMPOTENCY_KEY_IN_FLIGHT: [409, 'Idempotency Key In Flight'],
+  API_KEY_LIMIT_REACHED: [409, 'API Key Limit Reached'],
   PRECONDITION_FAILED: [412, 'Precondition Failed'],
   PAYLOAD_TOO_LARGE: [413, 'Payload Too Large'],
   UNSUPPORTED_MEDIA_TYPE: [415, 'Unsupported Media Type'],

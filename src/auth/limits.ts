@@ -7,7 +7,13 @@ import { ApiError } from '../errors.js'
 export interface CounterStore {
   /** Counts a hit; null when nothing could be counted (the store is down: limits fail open). */
   increment (key: string, windowMs: number): Promise<Counter | null>
-  reset (key: string): Promise<void>
+  /**
+   * Counts a hit on every budget at once, atomically, unless one of them has already reached its
+   * limit: then nothing is counted (`taken: false`). `counters` are in the budgets' order (a budget
+   * with no hits yet: count 0). Null when the store is down (limits fail open).
+   */
+  take (budgets: readonly Budget[]): Promise<Taken | null>
+  reset (...keys: string[]): Promise<void>
   /** Whether the backing store answers (memory: always); for the health check. */
   ping (): Promise<boolean>
   close (): Promise<void>
@@ -16,6 +22,17 @@ export interface CounterStore {
 export interface Counter {
   count: number
   resetInMs: number
+}
+
+export interface Budget {
+  key: string
+  limit: number
+  windowMs: number
+}
+
+export interface Taken {
+  taken: boolean
+  counters: Counter[]
 }
 
 /** One process's counters; entries are dropped when their window ends. */
@@ -37,8 +54,18 @@ export class MemoryCounterStore implements CounterStore {
     return { count: counter.count, resetInMs: counter.resetAt - now }
   }
 
-  async reset (key: string): Promise<void> {
-    this.#counters.delete(key)
+  async take (budgets: readonly Budget[]): Promise<Taken> {
+    const now = Date.now()
+    const current = budgets.map(({ key }) => {
+      const counter = this.#counters.get(key)
+      return counter && counter.resetAt > now ? { count: counter.count, resetInMs: counter.resetAt - now } : { count: 0, resetInMs: 0 }
+    })
+    if (budgets.some((budget, i) => current[i]!.count >= budget.limit)) return { taken: false, counters: current }
+    return { taken: true, counters: await Promise.all(budgets.map(budget => this.increment(budget.key, budget.windowMs))) }
+  }
+
+  async reset (...keys: string[]): Promise<void> {
+    for (const key of keys) this.#counters.delete(key)
   }
 
   async ping (): Promise<boolean> {
@@ -56,10 +83,33 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return {count, redis.call('PTTL', KEYS[1])}`
 
+// Counts a hit on every key unless one of them is at its limit (ARGV: limit, window ms, per key);
+// answers [1 if counted else 0, then count and ms left for each key].
+const TAKE = `
+local answer = {1}
+for i = 1, #KEYS do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') >= tonumber(ARGV[2 * i - 1]) then answer[1] = 0 end
+end
+for i = 1, #KEYS do
+  local count
+  if answer[1] == 1 then
+    count = redis.call('INCR', KEYS[i])
+    if count == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[2 * i]) end
+  else
+    count = tonumber(redis.call('GET', KEYS[i]) or '0')
+  end
+  table.insert(answer, count)
+  table.insert(answer, redis.call('PTTL', KEYS[i]))
+end
+return answer`
+
 /** Our keys in a Redis that other applications may share. */
 const KEY_PREFIX = 'order-service:'
 
-type CountingRedis = Redis & { countHit (key: string, windowMs: number): Promise<[number, number]> }
+type CountingRedis = Redis & {
+  countHit (key: string, windowMs: number): Promise<[number, number]>
+  takeBudgets (keyCount: number, ...keysThenArgs: Array<string | number>): Promise<number[]>
+}
 
 /**
  * Counters in Redis, shared by every instance. If Redis cannot be reached the limits fail open
@@ -74,6 +124,7 @@ export class RedisCounterStore implements CounterStore {
     const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false })
     // Sent as EVALSHA, falling back to EVAL once per connection.
     redis.defineCommand('countHit', { numberOfKeys: 1, lua: INCREMENT })
+    redis.defineCommand('takeBudgets', { lua: TAKE }) // the number of keys comes first
     redis.on('error', (error) => {
       if (this.#down) return
       this.#down = true
@@ -100,8 +151,21 @@ export class RedisCounterStore implements CounterStore {
     }
   }
 
-  async reset (key: string): Promise<void> {
-    await this.#redis.del(KEY_PREFIX + key).catch(() => {})
+  async take (budgets: readonly Budget[]): Promise<Taken | null> {
+    try {
+      const answer = await this.#redis.takeBudgets(budgets.length, ...budgets.map(budget => KEY_PREFIX + budget.key),
+        ...budgets.flatMap(budget => [budget.limit, budget.windowMs]))
+      return {
+        taken: answer[0] === 1,
+        counters: budgets.map((_, i) => ({ count: answer[1 + 2 * i]!, resetInMs: Math.max(answer[2 + 2 * i]!, 0) })),
+      }
+    } catch {
+      return null
+    }
+  }
+
+  async reset (...keys: string[]): Promise<void> {
+    await this.#redis.del(...keys.map(key => KEY_PREFIX + key)).catch(() => {})
   }
 
   async ping (): Promise<boolean> {
@@ -164,33 +228,48 @@ export function registerAuthRateLimit (app: FastifyInstance, store: CounterStore
 }
 
 const LOGIN_WINDOW_MS = 15 * MINUTE
+/** The wider budget of one email across every address, as a multiple of LOGIN_FAILURE_LIMIT. */
+export const EMAIL_BUDGET_FACTOR = 10
+const LOGIN_LOCKED = 'Too many failed logins for this email; retry after the time in Retry-After.'
 
 /**
- * LOGIN_FAILURE_LIMIT failed logins per email (lower-cased, whether or not an account has it) per
- * 15 minutes. Once reached, every login for that email is 429 until the window ends, even with
- * the right password; a successful login clears the count.
+ * Failed logins, in two budgets of 15 minutes (CONTRACT §11 Credentials):
+ * - per (lower-cased email, client address), LOGIN_FAILURE_LIMIT: a guesser locks only their own
+ *   address out, never the member at theirs;
+ * - per email across all addresses, 10 × LOGIN_FAILURE_LIMIT: slows guessing spread over many
+ *   addresses; once spent, every address gets 429 for that email.
+ * Counted whether or not an account has the email. While either budget is spent the attempt is 429,
+ * even with the right password, and counts toward neither; both 429s look the same (one detail, the
+ * pair's RateLimit-Limit, Remaining 0, and Reset = Retry-After = when this caller may try again), so a
+ * 429 tells neither which budget was spent nor whether the account exists. A success clears the pair
+ * and the email's budget.
  *
  * The attempt is counted atomically *before* the password is checked, and a success takes it back
- * (by clearing the count). Counting only after a failed check would let parallel guesses all pass
+ * (by clearing the counts). Counting only after a failed check would let parallel guesses all pass
  * the check of the counter while their passwords are being verified.
  */
 export class LoginFailures {
   constructor (private readonly store: CounterStore, private readonly limit: number) {}
 
-  /** Counts an attempt for `email`; 429 when the attempts before it already used up the limit. */
-  async begin (email: string): Promise<void> {
-    const counter = await this.store.increment(this.#key(email), LOGIN_WINDOW_MS)
-    if (counter && counter.count > this.limit) {
-      throw tooMany('Too many failed logins for this email; retry after the time in Retry-After.', this.limit, counter)
-    }
+  /** Counts an attempt for `email` from `address`; 429 when either budget is already spent. */
+  async begin (email: string, address: string): Promise<void> {
+    const budgets = this.#budgets(email, address)
+    const answer = await this.store.take(budgets)
+    if (!answer || answer.taken) return
+    const retryInMs = Math.max(...answer.counters.filter((counter, i) => counter.count >= budgets[i]!.limit).map(counter => counter.resetInMs))
+    throw tooMany(LOGIN_LOCKED, this.limit, { count: this.limit, resetInMs: retryInMs })
   }
 
-  /** The attempt succeeded: earlier failures no longer count. */
-  async succeeded (email: string): Promise<void> {
-    await this.store.reset(this.#key(email))
+  /** The attempt succeeded (or the member proved the address): earlier failures no longer count. */
+  async succeeded (email: string, address: string): Promise<void> {
+    await this.store.reset(...this.#budgets(email, address).map(budget => budget.key))
   }
 
-  #key (email: string): string {
-    return `login-failures:${email.trim().toLowerCase()}`
+  #budgets (email: string, address: string): [Budget, Budget] {
+    const normalised = email.trim().toLowerCase()
+    return [
+      { key: `login-failures:${JSON.stringify([normalised, address])}`, limit: this.limit, windowMs: LOGIN_WINDOW_MS },
+      { key: `login-failures:${JSON.stringify([normalised])}`, limit: EMAIL_BUDGET_FACTOR * this.limit, windowMs: LOGIN_WINDOW_MS },
+    ]
   }
 }

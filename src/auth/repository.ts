@@ -68,6 +68,12 @@ export async function revokeSessions (
   return rows.map(row => row.id)
 }
 
+/** Whether the session exists and has not been revoked (read in the caller's transaction). */
+export async function isSessionLive (trx: Tx, sessionId: string): Promise<boolean> {
+  const row = await trx.selectFrom('sessions').select('id').where('id', '=', sessionId).where('revoked_at', 'is', null).executeTakeFirst()
+  return row !== undefined
+}
+
 export async function findSessionsRevokedSince (db: Db, since: Date): Promise<Array<{ id: string, revokedAt: Date }>> {
   const rows = await db.selectFrom('sessions').select(['id', 'revoked_at']).where('revoked_at', '>=', since).execute()
   return rows.map(row => ({ id: row.id, revokedAt: row.revoked_at! }))
@@ -98,6 +104,19 @@ export function insertApiKey (
     secret_hash: key.secretHash,
     revoked_at: null,
   }).returningAll().executeTakeFirstOrThrow()
+}
+
+/** How many unrevoked keys the member has; count under the member's lock (see createApiKey). */
+export async function countActiveApiKeys (trx: Tx, memberId: number): Promise<number> {
+  const row = await trx.selectFrom('api_keys').select(eb => eb.fn.countAll<string>().as('n'))
+    .where('member_id', '=', memberId).where('revoked_at', 'is', null).executeTakeFirstOrThrow()
+  return Number(row.n)
+}
+
+/** Revokes every key of the member that is not revoked yet (a password reset). */
+export async function revokeApiKeysOfMember (trx: Tx, memberId: number): Promise<void> {
+  await trx.updateTable('api_keys').set({ revoked_at: sql<Date>`now()` })
+    .where('member_id', '=', memberId).where('revoked_at', 'is', null).execute()
 }
 
 export function findApiKeys (db: Db, memberId: number): Promise<ApiKeyRow[]> {

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { principalOf } from '../http/access.js'
 import { Envelope, IdParams, ok } from '../http/schemas.js'
@@ -8,9 +9,17 @@ import {
   ApiKey, ApiKeyParams, ChangePasswordBody, CreateApiKeyBody, CreatedApiKey, LoginBody, PasswordResetBody, RefreshBody, TokenPair,
 } from './schemas.js'
 import {
-  adminUpdateMember, changePassword, createApiKey, listApiKeys, login, logout, refresh, resetPassword, revokeApiKey,
-  type AuthDeps,
+  adminUpdateMember, changePassword, createApiKey, listApiKeys, login, logout, MAX_ACTIVE_API_KEYS, refresh, resetPassword, revokeApiKey,
+  sessionRequired, type AuthDeps,
 } from './service.js'
+
+/**
+ * Route hook of the routes that manage credentials: with an API key they are 403, decided with the
+ * role check (after authentication, before the body is validated; CONTRACT §10 order).
+ */
+async function requireSession (request: FastifyRequest): Promise<void> {
+  if (request.principal?.sessionId === null) throw sessionRequired()
+}
 
 /**
  * Sessions (login, refresh, logout) and the routes that change a member's credentials or end their
@@ -34,11 +43,11 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
       tags,
       operationId: 'login',
       summary: 'Log in with email and password',
-      description: 'Returns an access token (a JWT valid for 15 minutes) and a refresh token (14 days). Failed attempts are counted per email; too many answer 429.',
+      description: 'Returns an access token (a JWT valid for 15 minutes) and a refresh token (14 days). Failed attempts are counted per email and client address, and per email across all addresses; while either budget is spent the answer is 429, even with the right password.',
       body: LoginBody,
       response: { 201: Envelope(TokenPair) },
     },
-  }, async (request, reply) => reply.code(201).send(ok(await login(app.db, deps, request.body))))
+  }, async (request, reply) => reply.code(201).send(ok(await login(app.db, deps, request.body, request.ip))))
 
   app.post('/api/v1/auth/refresh', {
     config: { access: 'public', authRateLimited: true },
@@ -54,11 +63,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
 
   app.post('/api/v1/auth/logout', {
     config: { access: 'member', authRateLimited: true },
+    onRequest: requireSession,
     schema: {
       tags,
       operationId: 'logout',
       summary: 'End the current session',
-      description: 'The session’s refresh token and access tokens are rejected from then on, on every instance.',
+      description: 'The session’s refresh token and access tokens are rejected from then on, on every instance. Needs a bearer session: with X-API-Key, 403.',
       response: { 201: Envelope(Type.Null()) },
     },
   }, async (request, reply) => {
@@ -69,17 +79,18 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   const memberTags = ['members']
 
   app.patch('/api/v1/members/password/change', {
-    config: { access: 'member' },
+    config: { access: 'member', authRateLimited: true },
+    onRequest: requireSession,
     schema: {
       tags: memberTags,
       operationId: 'changePassword',
       summary: 'Change the caller’s password',
-      description: 'Ends every other session of the caller.',
+      description: 'Ends every other session of the caller and spends their outstanding reset tokens; API keys keep working. A wrong currentPassword counts as a failed login. Needs a bearer session: with X-API-Key, 403.',
       body: ChangePasswordBody,
       response: { 200: Envelope(Type.Null()) },
     },
   }, async (request) => {
-    await changePassword(app.db, deps, principalOf(request), request.body)
+    await changePassword(app.db, deps, principalOf(request), request.body, request.ip)
     return ok(null)
   })
 
@@ -89,22 +100,23 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
       tags: memberTags,
       operationId: 'resetPassword',
       summary: 'Request a password reset, or complete one',
-      description: '`{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password and ends every session.',
+      description: '`{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password, ends every session and revokes every API key of the member.',
       body: PasswordResetBody,
       response: { 201: Envelope(Type.Null()) },
     },
   }, async (request, reply) => {
-    await resetPassword(app.db, deps, request.body)
+    await resetPassword(app.db, deps, request.body, request.ip)
     return reply.code(201).send(ok(null))
   })
 
   app.post('/api/v1/members/me/api-keys', {
-    config: { access: 'member' },
+    config: { access: 'member', authRateLimited: true },
+    onRequest: requireSession,
     schema: {
       tags: memberTags,
       operationId: 'createApiKey',
       summary: 'Create an API key',
-      description: 'The secret is in this answer only; send it as X-API-Key to act as this member.',
+      description: `The secret is in this answer only; send it as X-API-Key to act as this member. At most ${MAX_ACTIVE_API_KEYS} active keys per member (one more: 409 API_KEY_LIMIT_REACHED). Needs a bearer session: with X-API-Key, 403.`,
       body: CreateApiKeyBody,
       response: { 201: Envelope(CreatedApiKey) },
     },
@@ -112,16 +124,18 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
 
   app.get('/api/v1/members/me/api-keys', {
     config: { access: 'member' },
-    schema: { tags: memberTags, operationId: 'listApiKeys', summary: 'List the caller’s API keys (without secrets)', description: 'Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again.', response: { 200: Envelope(Type.Array(ApiKey)) } },
+    onRequest: requireSession,
+    schema: { tags: memberTags, operationId: 'listApiKeys', summary: 'List the caller’s API keys (without secrets)', description: 'Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again. Needs a bearer session: with X-API-Key, 403.', response: { 200: Envelope(Type.Array(ApiKey)) } },
   }, async (request) => ok(await listApiKeys(app.db, principalOf(request))))
 
   app.patch('/api/v1/members/me/api-keys/:keyId/revoke', {
     config: { access: 'member' },
+    onRequest: requireSession,
     schema: {
       tags: memberTags,
       operationId: 'revokeApiKey',
       summary: 'Revoke one of the caller’s API keys',
-      description: 'The key stops working at once. Revoking it again changes nothing; a key of someone else is 404.',
+      description: 'The key stops working at once. Revoking it again changes nothing; a key of someone else is 404. Needs a bearer session: with X-API-Key, 403.',
       params: ApiKeyParams,
       response: { 200: Envelope(Type.Null()) },
     },

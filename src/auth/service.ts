@@ -3,16 +3,18 @@ import type { Db, Tx } from '../db/schema.js'
 import { unauthorized, type Principal } from '../http/access.js'
 import { ApiError, invalidParam } from '../errors.js'
 import { consumeMemberToken } from '../members/member-tokens.js'
-import { hashPassword, verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
-import { findMemberByEmail, findMemberById, setPassword, shareLockMember } from '../members/repository.js'
+import { assertPasswordAllowed, hashPassword, verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
+import {
+  findMemberByEmail, findMemberById, lockMember, setPassword, shareLockMember, spendUnusedMemberTokens,
+} from '../members/repository.js'
 import type { AdminUpdateMemberBody, Member } from '../members/schemas.js'
 import { randomToken, tokenHash } from '../members/secrets.js'
 import { changeMemberAsAdmin, requestPasswordReset, toMember, type MailDeps } from '../members/service.js'
 import type { MemberRow } from '../members/table.js'
 import type { Identity } from './identity.js'
 import {
-  deleteExpiredRefreshTokens, deleteSessionsWithoutRefreshTokens, findApiKeys, insertApiKey, insertRefreshToken, insertSession,
-  lockRefreshToken, markApiKeyRevoked, revokeSessions, spendRefreshToken,
+  countActiveApiKeys, deleteExpiredRefreshTokens, deleteSessionsWithoutRefreshTokens, findApiKeys, insertApiKey, insertRefreshToken,
+  insertSession, isSessionLive, lockRefreshToken, markApiKeyRevoked, revokeApiKeysOfMember, revokeSessions, spendRefreshToken,
 } from './repository.js'
 import type { ApiKey, ChangePasswordBody, CreatedApiKey, LoginBody, PasswordResetBody, TokenPair } from './schemas.js'
 import type { ApiKeyRow } from './table.js'
@@ -22,6 +24,16 @@ export type AuthDeps = Pick<Identity, 'tokens' | 'revocations' | 'loginFailures'
 export const REFRESH_TOKEN_TTL_SECONDS = 14 * 24 * 3600
 
 const WRONG_CREDENTIALS = 'The email or password is incorrect.'
+const NOT_CURRENT = 'is not the current password'
+
+/**
+ * 403 for an API key on a route that manages credentials (keys, password, logout): those need a
+ * bearer session, so that a leaked key cannot mint more keys or lock its owner out (CONTRACT §11).
+ */
+export function sessionRequired (): ApiError {
+  return new ApiError('ACCESS_DENIED',
+    'This operation needs a bearer session (Authorization: Bearer <access token> from a login); an API key cannot manage credentials.')
+}
 
 async function issueRefreshToken (trx: Tx, sessionId: string): Promise<string> {
   const token = randomToken()
@@ -46,15 +58,16 @@ function assertMayLogIn (member: MemberRow): void {
 
 /**
  * Logs in. Wrong email and wrong password get the same answer after the same amount of work;
- * failures count per email, and a locked email is 429 even with the right password.
+ * failures count per (email, client address) and per email (limits.ts), and while either budget is
+ * spent the answer is 429, even with the right password.
  */
-export async function login (db: Db, deps: AuthDeps, body: LoginBody): Promise<TokenPair> {
+export async function login (db: Db, deps: AuthDeps, body: LoginBody, clientAddress: string): Promise<TokenPair> {
   const email = body.email.trim()
-  await deps.loginFailures.begin(email)
+  await deps.loginFailures.begin(email, clientAddress)
   const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
   if (!member || !valid) throw unauthorized(WRONG_CREDENTIALS, false)
-  await deps.loginFailures.succeeded(email)
+  await deps.loginFailures.succeeded(email, clientAddress)
   assertMayLogIn(member)
   // The password was checked against the row read before hashing. The session opens in a transaction
   // that reads the member again under a share lock: a suspension, role change or new password that
@@ -102,26 +115,33 @@ export async function refresh (db: Db, deps: AuthDeps, refreshToken: string): Pr
 
 /** Ends the caller's session at once: its refresh token and access tokens stop working. */
 export async function logout (db: Db, deps: AuthDeps, principal: Principal): Promise<void> {
-  if (principal.sessionId === null) return // an API key has no session; revoke the key instead
+  if (principal.sessionId === null) throw sessionRequired()
   deps.revocations.revoke(await revokeSessions(db, { sessionId: principal.sessionId }, 'logout'))
 }
 
 /**
- * Changes the caller's password and ends every other session of theirs. A wrong currentPassword
- * counts as a failed login for the member's email: a stolen access token must not become an
- * unlimited password oracle.
+ * Changes the caller's password, ends every other session of theirs and spends their outstanding
+ * reset tokens (a reset mailed before the change must not undo it); API keys are left alone. A wrong
+ * currentPassword counts as a failed login for the member's email from this address: a stolen access
+ * token must not become an unlimited password oracle.
  */
-export async function changePassword (db: Db, deps: AuthDeps, principal: Principal, body: ChangePasswordBody): Promise<void> {
+export async function changePassword (
+  db: Db, deps: AuthDeps, principal: Principal, body: ChangePasswordBody, clientAddress: string
+): Promise<void> {
+  if (principal.sessionId === null) throw sessionRequired()
   const member = await findMemberById(db, principal.memberId)
   if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
-  await deps.loginFailures.begin(member.email)
-  if (!(await verifyPassword(member.password_hash, body.currentPassword))) {
-    throw invalidParam('currentPassword', 'is not the current password')
-  }
-  await deps.loginFailures.succeeded(member.email)
+  assertPasswordAllowed('newPassword', body.newPassword, member.email)
+  await deps.loginFailures.begin(member.email, clientAddress)
+  if (!(await verifyPassword(member.password_hash, body.currentPassword))) throw invalidParam('currentPassword', NOT_CURRENT)
+  await deps.loginFailures.succeeded(member.email, clientAddress)
   const passwordHash = await hashPassword(body.newPassword)
   const revoked = await db.transaction().execute(async (trx) => {
+    // The password checked above must still be the member's: a reset that committed meanwhile wins.
+    const current = await lockMember(trx, member.id)
+    if (current?.password_hash !== member.password_hash) throw invalidParam('currentPassword', NOT_CURRENT)
     await setPassword(trx, member.id, passwordHash)
+    await spendUnusedMemberTokens(trx, member.id, 'PASSWORD_RESET')
     return revokeSessions(trx, { memberId: member.id, exceptSessionId: principal.sessionId }, 'password changed')
   })
   deps.revocations.revoke(revoked)
@@ -129,9 +149,11 @@ export async function changePassword (db: Db, deps: AuthDeps, principal: Princip
 
 /**
  * `{email}`: mails a one-time token (1 h) if an account has that email; the answer is the same
- * either way. `{token, newPassword}`: sets the password and ends every session of the member.
+ * either way. `{token, newPassword}`: sets the password and, in the same transaction, ends every
+ * session and revokes every API key of the member: account recovery takes the account back from
+ * whoever held it (CONTRACT §11).
  */
-export async function resetPassword (db: Db, deps: AuthDeps, body: PasswordResetBody): Promise<void> {
+export async function resetPassword (db: Db, deps: AuthDeps, body: PasswordResetBody, clientAddress: string): Promise<void> {
   if (body.email !== undefined && (body.token !== undefined || body.newPassword !== undefined)) {
     throw invalidParam('token', 'send either {email} to request a reset or {token, newPassword} to complete one, not both')
   }
@@ -140,17 +162,22 @@ export async function resetPassword (db: Db, deps: AuthDeps, body: PasswordReset
     return
   }
   if (body.token === undefined) throw invalidParam('email', 'is required (or send token and newPassword)')
-  if (body.newPassword === undefined) throw invalidParam('newPassword', 'is required with token')
-  const passwordHash = await hashPassword(body.newPassword)
+  const newPassword = body.newPassword
+  if (newPassword === undefined) throw invalidParam('newPassword', 'is required with token')
+  assertPasswordAllowed('newPassword', newPassword) // the list; the email is known once the token is
+  const passwordHash = await hashPassword(newPassword)
   const token = body.token
   const { email, revoked } = await db.transaction().execute(async (trx) => {
     const memberId = await consumeMemberToken(trx, token, 'PASSWORD_RESET')
+    const member = await findMemberById(trx, memberId)
+    assertPasswordAllowed('newPassword', newPassword, member!.email) // refused: the token stays unspent
     // The mailed token proves the address too; and failed logins before the reset no longer lock it.
     const email = await setPassword(trx, memberId, passwordHash, true)
+    await revokeApiKeysOfMember(trx, memberId)
     return { email, revoked: await revokeSessions(trx, { memberId }, 'password reset') }
   })
   deps.revocations.revoke(revoked)
-  await deps.loginFailures.succeeded(email)
+  await deps.loginFailures.succeeded(email, clientAddress)
 }
 
 /**
@@ -199,19 +226,39 @@ function toApiKey (row: ApiKeyRow): ApiKey {
   }
 }
 
-/** A new key for the caller; the secret is returned this once and only its hash is kept. */
+/** How many unrevoked API keys a member may hold at once (CONTRACT §11). */
+export const MAX_ACTIVE_API_KEYS = 25
+
+/**
+ * A new key for the caller (a bearer session); the secret is returned this once and only its hash is
+ * kept. The member's row is locked while the active keys are counted, so that creations at the same
+ * moment take turns and cannot pass the limit together; and the session is checked again under that
+ * lock, so that a key cannot be created by a session that a password reset (which takes the same lock)
+ * has just ended.
+ */
 export async function createApiKey (db: Db, principal: Principal, name: string): Promise<CreatedApiKey> {
+  const sessionId = principal.sessionId
+  if (sessionId === null) throw sessionRequired()
   const secret = API_KEY_PREFIX + randomToken()
-  const row = await insertApiKey(db, { memberId: principal.memberId, name, prefix: secret.slice(0, 8), secretHash: tokenHash(secret) })
+  const row = await db.transaction().execute(async (trx) => {
+    await lockMember(trx, principal.memberId)
+    if (!(await isSessionLive(trx, sessionId))) throw unauthorized('The access token has been revoked.')
+    if (await countActiveApiKeys(trx, principal.memberId) >= MAX_ACTIVE_API_KEYS) {
+      throw new ApiError('API_KEY_LIMIT_REACHED', `A member may have at most ${MAX_ACTIVE_API_KEYS} active API keys; revoke one to create another.`)
+    }
+    return insertApiKey(trx, { memberId: principal.memberId, name, prefix: secret.slice(0, 8), secretHash: tokenHash(secret) })
+  })
   return { keyId: row.id, name: row.name, prefix: row.prefix, secret, createdAt: row.created_at.toISOString() }
 }
 
 export async function listApiKeys (db: Db, principal: Principal): Promise<ApiKey[]> {
+  if (principal.sessionId === null) throw sessionRequired()
   return (await findApiKeys(db, principal.memberId)).map(toApiKey)
 }
 
 /** Revokes one of the caller's keys; someone else's or an unknown key is 404; twice is fine. */
 export async function revokeApiKey (db: Db, principal: Principal, keyId: string): Promise<void> {
+  if (principal.sessionId === null) throw sessionRequired()
   if (!(await markApiKeyRevoked(db, principal.memberId, keyId))) {
     throw new ApiError('API_KEY_NOT_FOUND', `API key ${keyId} does not exist.`)
   }

@@ -34,9 +34,12 @@ function assertAddressLimited (res: LightMyRequestResponse, instance: string, li
   assert.equal(assertSeconds(res.headers['retry-after'], 60, 'Retry-After'), Number(res.headers['ratelimit-reset']))
 }
 
-/** A locked email's 429 describes the per-email limit (3 in these suites), not the per-address budget. */
-function assertEmailLocked (res: LightMyRequestResponse): void {
-  assertError(res, { code: 'TOO_MANY_REQUESTS', instance: LOGIN, detail: EMAIL_LOCKED })
+/**
+ * A login-failure 429, whichever budget was spent: the same detail, and the RateLimit figures of the
+ * pair's budget (LOGIN_FAILURE_LIMIT, 3 in these suites) with nothing remaining; Reset = Retry-After.
+ */
+function assertEmailLocked (res: LightMyRequestResponse, instance = LOGIN): void {
+  assertError(res, { code: 'TOO_MANY_REQUESTS', instance, detail: EMAIL_LOCKED })
   const retryAfter = assertSeconds(res.headers['retry-after'], 900, 'Retry-After')
   assert.equal(res.headers['ratelimit-limit'], '3')
   assert.equal(res.headers['ratelimit-remaining'], '0')
@@ -58,7 +61,6 @@ describeEachBackend('AUTH_RATE_LIMIT per client address', (ctx) => {
     }
     assertAddressLimited(await login(client), LOGIN, 3)
   })
-
   it('counts register, password reset and refresh against the same budget, and a refused register creates nothing', async () => {
     const client = address()
     const register = (email: string) => ctx.api.inject({
@@ -134,52 +136,126 @@ describeEachBackend('AUTH_RATE_LIMIT behind a trusted proxy (TRUST_PROXY 1)', (c
   })
 }, { env: { AUTH_RATE_LIMIT: '1', TRUST_PROXY: '1' } })
 
-describeEachBackend('LOGIN_FAILURE_LIMIT per email', (ctx) => {
-  const login = (email: string, password: string) => ctx.api.inject(loginRequest(email, password))
-
-  it('locks an email after LOGIN_FAILURE_LIMIT wrong passwords: then even the right password gets 429', async () => {
+describeEachBackend('AUTH_RATE_LIMIT on password change and API-key creation', (ctx) => {
+  it('counts a password change and an API-key creation against the address’s budget', async () => {
     const member = await ctx.api.member()
-    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password'), WRONG)
-    assertEmailLocked(await login(member.email, 'correct horse'))
+    const client = address()
+    const change = (newPassword: string, currentPassword: string) => ctx.api.inject({
+      method: 'PATCH', url: '/api/v1/members/password/change', headers: member.headers, payload: { currentPassword, newPassword }, remoteAddress: client,
+    })
+    const createKey = () => ctx.api.inject({
+      method: 'POST', url: '/api/v1/members/me/api-keys', headers: member.headers, payload: { name: 'limited' }, remoteAddress: client,
+    })
+    const changed = await change('battery staple', 'correct horse')
+    assert.equal(changed.statusCode, 200, changed.body)
+    assertRateLimitHeaders(changed, 3, 2)
+    const created = await createKey()
+    assert.equal(created.statusCode, 201, created.body)
+    assertRateLimitHeaders(created, 3, 1)
+    assert.equal((await change('staple battery', 'battery staple')).statusCode, 200)
+    assertAddressLimited(await change('correct horse', 'staple battery'), '/api/v1/members/password/change', 3)
+    assertAddressLimited(await createKey(), '/api/v1/members/me/api-keys', 3)
+    const keys = await ctx.api.app.db.selectFrom('api_keys').select('id').execute()
+    assert.equal(keys.length, 1, 'the refused creation made no key')
+    assert.equal((await ctx.api.inject(loginRequest(member.email, 'staple battery'))).statusCode, 201, 'the refused change kept the password')
+  })
+}, { env: { AUTH_RATE_LIMIT: '3' } })
+
+describeEachBackend('LOGIN_FAILURE_LIMIT per (email, client address), and 10 × that per email', (ctx) => {
+  const login = (email: string, password: string, from: string) => ctx.api.inject(loginRequest(email, password, from))
+  /** `count` failed logins for `email`, `perAddress` from each of fresh addresses; each must be a 401. */
+  async function failFromManyAddresses (email: string, count: number, perAddress = 2): Promise<void> {
+    for (let done = 0; done < count;) {
+      const from = address()
+      for (let i = 0; i < perAddress && done < count; i++, done++) assertError(await login(email, 'wrong password', from), WRONG)
+    }
+  }
+
+  it('locks the (email, address) pair after LOGIN_FAILURE_LIMIT wrong passwords: then even the right password gets 429 there', async () => {
+    const member = await ctx.api.member()
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', guesser), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse', guesser))
     const other = await ctx.api.member('other')
-    assert.equal((await login(other.email, 'correct horse')).statusCode, 201)
+    assert.equal((await login(other.email, 'correct horse', guesser)).statusCode, 201, 'another email from that address is not locked')
   })
 
-  it('matches the email whatever its case: wrong attempts in upper case lock the lower-case login', async () => {
+  it('lets the member log in from another address while a guesser’s address is locked out', async () => {
+    const member = await ctx.api.member()
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', guesser), WRONG)
+    assertEmailLocked(await login(member.email, 'wrong password', guesser))
+    const res = await login(member.email, 'correct horse', address())
+    assert.equal(res.statusCode, 201, res.body)
+    assertEmailLocked(await login(member.email, 'correct horse', guesser)) // the member's success clears only their own pair
+  })
+
+  it('matches the email whatever its case: wrong attempts in upper case lock the lower-case login from that address', async () => {
     const member = await ctx.api.member('case')
-    for (let i = 0; i < 3; i++) assertError(await login(member.email.toUpperCase(), 'wrong password'), WRONG)
-    assertEmailLocked(await login(member.email, 'correct horse'))
+    const from = address()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email.toUpperCase(), 'wrong password', from), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse', from))
   })
 
-  it('locks an unknown email the same way, and its 429 reveals nothing', async () => {
+  it('answers every address 429 for an email once 10 × LOGIN_FAILURE_LIMIT failures from many addresses spent its wider budget', async () => {
+    const member = await ctx.api.member()
+    await failFromManyAddresses(member.email, 30) // 15 addresses, none of them locked on its own
+    assertEmailLocked(await login(member.email, 'correct horse', address()))
+    assertEmailLocked(await login(member.email, 'wrong password', address()))
+    const other = await ctx.api.member('other')
+    assert.equal((await login(other.email, 'correct horse', address())).statusCode, 201, 'other emails are unaffected')
+  })
+
+  it('answers both budgets’ 429 with the same body and headers, for a known and an unknown email alike', async () => {
     const member = await ctx.api.member()
     const unknown = unique('nobody')
-    for (const email of [member.email, unknown]) {
-      for (let i = 0; i < 3; i++) assertError(await login(email, 'wrong password'), WRONG)
-    }
-    const known = await login(member.email, 'correct horse')
-    const absent = await login(unknown, 'correct horse')
-    for (const res of [known, absent]) assertEmailLocked(res)
-    assert.deepEqual(errorBody(absent), errorBody(known))
-    assert.deepEqual(Object.keys(absent.headers).sort(), Object.keys(known.headers).sort())
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', guesser), WRONG)
+    const pairSpent = await login(member.email, 'correct horse', guesser)
+    await failFromManyAddresses(unknown, 30)
+    const emailSpent = await login(unknown, 'correct horse', address())
+    for (const res of [pairSpent, emailSpent]) assertEmailLocked(res)
+    assert.deepEqual(errorBody(emailSpent), { ...errorBody(pairSpent), instance: LOGIN })
+    const headerNames = (res: LightMyRequestResponse) => Object.keys(res.headers).filter(name => name !== 'x-request-id').sort()
+    assert.deepEqual(headerNames(emailSpent), headerNames(pairSpent))
   })
 
-  it('clears the count on a successful login before the limit', async () => {
+  it('does not count an attempt answered 429 toward either budget', async () => {
     const member = await ctx.api.member()
-    for (let i = 0; i < 2; i++) assertError(await login(member.email, 'wrong password'), WRONG)
-    assert.equal((await login(member.email, 'correct horse')).statusCode, 201)
-    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password'), WRONG)
-    assertEmailLocked(await login(member.email, 'wrong password'))
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', guesser), WRONG)
+    for (let i = 0; i < 30; i++) assertEmailLocked(await login(member.email, 'wrong password', guesser))
+    await failFromManyAddresses(member.email, 27) // 3 + 27 = the wider budget of 30, the 429s not among them
+    assertEmailLocked(await login(member.email, 'wrong password', address()))
   })
 
-  it('counts each attempt before checking the password: 10 concurrent wrong logins give exactly 3 × 401 and 7 × 429', async () => {
+  it('resets the pair’s count and the email’s wider budget on a successful login', async () => {
     const member = await ctx.api.member()
-    const answers = await Promise.all(Array.from({ length: 10 }, () => login(member.email, 'wrong password')))
+    const home = address()
+    for (let i = 0; i < 2; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    await failFromManyAddresses(member.email, 27) // 29 of 30 spent
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    assertEmailLocked(await login(member.email, 'wrong password', home))
+    await failFromManyAddresses(member.email, 27) // 3 + 27: the wider budget starts again from 0
+    assertEmailLocked(await login(member.email, 'correct horse', address()))
+  })
+
+  it('counts each attempt before checking the password: 10 concurrent wrong logins from one address give exactly 3 × 401 and 7 × 429', async () => {
+    const member = await ctx.api.member()
+    const from = address()
+    const answers = await Promise.all(Array.from({ length: 10 }, () => login(member.email, 'wrong password', from)))
     assert.deepEqual(answers.map(res => res.statusCode).sort(), [...Array(3).fill(401), ...Array(7).fill(429)])
     for (const res of answers) {
       if (res.statusCode === 401) assertError(res, WRONG)
       else assertEmailLocked(res)
     }
+  })
+
+  it('counts concurrent wrong logins from many addresses against the wider budget: 40 at once give exactly 30 × 401', async () => {
+    const member = await ctx.api.member()
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => login(member.email, 'wrong password', `10.99.${i}.1`)))
+    assert.deepEqual(answers.map(res => res.statusCode).sort(), [...Array(30).fill(401), ...Array(10).fill(429)])
   })
 }, { env: { LOGIN_FAILURE_LIMIT: '3' } })
 
@@ -203,12 +279,42 @@ describe(`limits shared through Redis by two instances [${backend}]`, REDIS_URL 
     await database?.close()
   })
 
-  it('locks an email on instance B after failed logins on instance A', async () => {
+  const register = async (email: string) => {
+    const res = await a.inject({ method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name: 'R' }, remoteAddress: address() })
+    assert.equal(res.statusCode, 201, res.body)
+  }
+
+  it('locks an (email, address) pair on instance B after failed logins from that address on instance A', async () => {
     const email = unique('redis')
-    const register = await a.inject({ method: 'POST', url: '/api/v1/members', payload: { email, password: 'correct horse', name: 'R' }, remoteAddress: address() })
-    assert.equal(register.statusCode, 201, register.body)
-    for (let i = 0; i < 3; i++) assertError(await a.inject(loginRequest(email, 'wrong password')), WRONG)
+    await register(email)
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await a.inject(loginRequest(email, 'wrong password', guesser)), WRONG)
+    assertEmailLocked(await b.inject(loginRequest(email, 'correct horse', guesser)))
+    assert.equal((await b.inject(loginRequest(email, 'correct horse'))).statusCode, 201, 'another address still logs in')
+  })
+
+  it('spends the email’s wider budget with failures spread over A and B and many addresses, and counts no 429', async () => {
+    const email = unique('redis-wide')
+    await register(email)
+    const guesser = address()
+    for (let i = 0; i < 3; i++) assertError(await a.inject(loginRequest(email, 'wrong password', guesser)), WRONG)
+    for (let i = 0; i < 2; i++) assertEmailLocked(await b.inject(loginRequest(email, 'wrong password', guesser)))
+    for (let i = 0; i < 27; i++) assertError(await (i % 2 ? a : b).inject(loginRequest(email, 'wrong password')), WRONG)
+    assertEmailLocked(await a.inject(loginRequest(email, 'correct horse')))
     assertEmailLocked(await b.inject(loginRequest(email, 'correct horse')))
+  })
+
+  it('clears the pair and the wider budget for both instances on a successful login', async () => {
+    const email = unique('redis-reset')
+    await register(email)
+    const home = address()
+    for (let i = 0; i < 2; i++) assertError(await a.inject(loginRequest(email, 'wrong password', home)), WRONG)
+    for (let i = 0; i < 27; i++) assertError(await b.inject(loginRequest(email, 'wrong password')), WRONG)
+    assert.equal((await b.inject(loginRequest(email, 'correct horse', home))).statusCode, 201)
+    // Uncleared, the second of these would be 429 (the pair at 3, the email at 30).
+    for (let i = 0; i < 2; i++) assertError(await a.inject(loginRequest(email, 'wrong password', home)), WRONG)
+    for (let i = 0; i < 28; i++) assertError(await b.inject(loginRequest(email, 'wrong password')), WRONG)
+    assertEmailLocked(await a.inject(loginRequest(email, 'correct horse')))
   })
 
   it('counts requests from one address spread over A and B against one AUTH_RATE_LIMIT', async () => {

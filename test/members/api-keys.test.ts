@@ -9,6 +9,8 @@ const ME = '/api/v1/members/me'
 const INVALID_KEY = 'The API key is invalid or revoked.'
 const ANONYMOUS = 'Authentication is required: send Authorization: Bearer <access token> or X-API-Key.'
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+const SESSION_NEEDED = 'This operation needs a bearer session (Authorization: Bearer <access token> from a login); an API key cannot manage credentials.'
+const LIMIT_REACHED = 'A member may have at most 25 active API keys; revoke one to create another.'
 
 interface CreatedKey { keyId: number, name: string, prefix: string, secret: string, createdAt: string }
 
@@ -205,17 +207,48 @@ describeEachBackend('API keys', (ctx) => {
     assert.equal((await me(key.secret)).statusCode, 200)
   })
 
-  it('logout with an API key answers 201 but ends nothing: the key keeps working until revoked', async () => {
+  it('refuses X-API-Key on the routes that manage credentials with 403 ACCESS_DENIED, and changes nothing', async () => {
     const member = await ctx.api.member()
     const key = await newKey(member)
-    const res = await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/logout', headers: withKey(key.secret) })
-    assert.equal(res.statusCode, 201, res.body)
-    assert.deepEqual(res.json(), { success: true, data: null, error: null })
-    assert.equal((await me(key.secret)).statusCode, 200)
-    // The member's bearer session is untouched too.
-    assert.equal((await ctx.api.inject({ url: ME, headers: member.headers })).statusCode, 200)
-    assert.equal((await revoke(member, key.keyId)).statusCode, 200)
-    assertError(await me(key.secret), { code: 'UNAUTHORIZED', instance: ME, detail: INVALID_KEY })
+    const other = await newKey(member, 'other')
+    const requests = [
+      { method: 'POST' as const, url: KEYS, payload: { name: 'minted by a key' } },
+      { method: 'POST' as const, url: KEYS, payload: {} }, // 403 comes before body validation
+      { method: 'GET' as const, url: KEYS },
+      { method: 'PATCH' as const, url: `${KEYS}/${other.keyId}/revoke` },
+      { method: 'PATCH' as const, url: '/api/v1/members/password/change', payload: { currentPassword: 'correct horse', newPassword: 'battery staple' } },
+      { method: 'POST' as const, url: '/api/v1/auth/logout' },
+    ]
+    for (const request of requests) {
+      assertError(await ctx.api.inject({ ...request, headers: withKey(key.secret) }), { code: 'ACCESS_DENIED', instance: request.url, detail: SESSION_NEEDED })
+    }
+    const keys = (await list(member)).json().data as Array<{ keyId: number, revokedAt: string | null }>
+    assert.deepEqual(keys.map(k => [k.keyId, k.revokedAt]), [[key.keyId, null], [other.keyId, null]])
+    assert.equal((await ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email: member.email, password: 'correct horse' } })).statusCode, 201)
+    assert.equal((await me(key.secret)).statusCode, 200, 'the key still reads what it may')
+    assert.equal((await ctx.api.inject({ url: ME, headers: member.headers })).statusCode, 200, 'the bearer session is untouched')
+  })
+
+  it('refuses the 26th active key with 409 API_KEY_LIMIT_REACHED; revoking one frees a place', async () => {
+    const member = await ctx.api.member()
+    const keys = []
+    for (let i = 0; i < 25; i++) keys.push(await newKey(member, `key ${i}`))
+    assertError(await create(member, { name: 'one too many' }), { code: 'API_KEY_LIMIT_REACHED', instance: KEYS, detail: LIMIT_REACHED })
+    assert.equal((await list(member)).json().data.length, 25)
+    assert.equal((await newKey(await ctx.api.member('other'), 'another member’s')).name, 'another member’s', 'the limit is per member')
+    assert.equal((await revoke(member, keys[0]!.keyId)).statusCode, 200)
+    assert.equal((await newKey(member, 'in its place')).name, 'in its place')
+    assertError(await create(member, { name: 'one too many' }), { code: 'API_KEY_LIMIT_REACHED', instance: KEYS, detail: LIMIT_REACHED })
+  })
+
+  it('keeps to 25 active keys when creations race: 24 keys and 6 concurrent creations give one 201 and five 409s', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 24; i++) await newKey(member, `key ${i}`)
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => create(member, { name: `racer ${i}` })))
+    assert.deepEqual(answers.map(res => res.statusCode).sort(), [201, 409, 409, 409, 409, 409], answers.map(res => res.body).join('\n'))
+    const active = await ctx.api.app.db.selectFrom('api_keys').select(eb => eb.fn.countAll().as('n'))
+      .where('member_id', '=', member.id).where('revoked_at', 'is', null).executeTakeFirstOrThrow()
+    assert.equal(Number(active.n), 25)
   })
 
   it('refuses anonymous calls to all three routes with 401', async () => {

@@ -18,6 +18,10 @@ const OK_NULL = { success: true, data: null, error: null }
 const RESET = '/api/v1/members/password/reset'
 const VERIFY = '/api/v1/members/email/verify'
 const CHANGE = '/api/v1/members/password/change'
+const KEYS = '/api/v1/members/me/api-keys'
+const INVALID_KEY = 'The API key is invalid or revoked.'
+const TOO_COMMON = 'is too common: it is in a list of passwords that attackers try first; choose a longer or less predictable one'
+const IS_EMAIL = 'must not be your email address or the part of it before the @'
 
 /** Shortcuts shared by the suites below; each goes through real HTTP. */
 function calls (ctx: { readonly api: Api }) {
@@ -26,6 +30,13 @@ function calls (ctx: { readonly api: Api }) {
       ctx.api.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } }),
     refresh: (refreshToken: string) => ctx.api.inject({ method: 'POST', url: '/api/v1/auth/refresh', payload: { refreshToken } }),
     me: (member: Pick<Member, 'headers'>) => ctx.api.inject({ url: '/api/v1/members/me', headers: member.headers }),
+    meWithKey: (secret: string) => ctx.api.inject({ url: '/api/v1/members/me', headers: { 'x-api-key': secret } }),
+    /** Creates an API key for `member` and returns its secret and id. */
+    async apiKey (member: Pick<Member, 'headers'>, name = 'sync'): Promise<{ keyId: number, secret: string }> {
+      const res = await ctx.api.inject({ method: 'POST', url: KEYS, headers: member.headers, payload: { name } })
+      assert.equal(res.statusCode, 201, res.body)
+      return res.json().data
+    },
     reset: (payload: object) => ctx.api.inject({ method: 'POST', url: RESET, payload }),
     verify: (payload: object) => ctx.api.inject({ method: 'POST', url: VERIFY, payload }),
     /** Asks for a reset mail for `email` and returns the token it carries. */
@@ -100,6 +111,44 @@ describeEachBackend('PATCH /api/v1/members/password/change', (ctx) => {
     assert.equal((await api.me(member)).statusCode, 200, 'the session itself is not ended')
   })
 
+  it('leaves the member’s API keys working: a password change is not account recovery', async () => {
+    const member = await ctx.api.member()
+    const key = await api.apiKey(member)
+    assert.equal((await change(member, { currentPassword: 'correct horse', newPassword: 'battery staple' })).statusCode, 200)
+    assert.equal((await api.meWithKey(key.secret)).statusCode, 200)
+  })
+
+  it('spends every outstanding reset token of the member: a reset mailed before the change is then 400 INVALID_TOKEN', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    assert.equal((await change(member, { currentPassword: 'correct horse', newPassword: 'battery staple' })).statusCode, 200)
+    assertError(await api.reset({ token, newPassword: 'another horse' }), { code: 'INVALID_TOKEN', instance: RESET, detail: INVALID_TOKEN })
+    assert.equal((await api.login(member.email, 'battery staple')).statusCode, 201)
+    assert.equal((await api.me(member)).statusCode, 200, 'the failed reset ended nothing')
+  })
+
+  it('refuses a common newPassword, in any case, with 400 naming newPassword and saying why, and keeps the password', async () => {
+    const member = await ctx.api.member()
+    for (const newPassword of ['password123', 'Sunshine1', '  qwertyuiop ']) {
+      assertError(await change(member, { currentPassword: 'correct horse', newPassword }), {
+        code: 'VALIDATION_FAILED', instance: CHANGE, detail: INVALID_REQUEST, invalidParams: [{ field: 'newPassword', message: TOO_COMMON }],
+      })
+    }
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+  })
+
+  it('refuses a newPassword that is the email or its local part (ignoring case and surrounding spaces) with 400 naming newPassword', async () => {
+    const member = await ctx.api.member('ada.lovelace')
+    const local = member.email.slice(0, member.email.indexOf('@'))
+    for (const newPassword of [member.email, ` ${member.email.toUpperCase()} `, local, `${local.toUpperCase()}  `]) {
+      assertError(await change(member, { currentPassword: 'correct horse', newPassword }), {
+        code: 'VALIDATION_FAILED', instance: CHANGE, detail: INVALID_REQUEST, invalidParams: [{ field: 'newPassword', message: IS_EMAIL }],
+      })
+    }
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+    assert.equal((await change(member, { currentPassword: 'correct horse', newPassword: `${local} and more` })).statusCode, 200, 'containing it is fine')
+  })
+
   const invalid: Array<[string, object, Array<{ field: string, message: string }>]> = [
     ['a 7-character newPassword', { currentPassword: 'correct horse', newPassword: '1234567' }, [{ field: 'newPassword', message: 'must be at least 8 characters' }]],
     ['a 129-character newPassword', { currentPassword: 'correct horse', newPassword: 'p'.repeat(129) }, [{ field: 'newPassword', message: 'must be at most 128 characters' }]],
@@ -121,7 +170,7 @@ describeEachBackend('PATCH /api/v1/members/password/change', (ctx) => {
     })
     assert.equal(res.headers['www-authenticate'], 'Bearer realm="order-service"')
   })
-})
+}, { env: { SMTP_URL: smtpUrl } })
 
 describeEachBackend('POST /api/v1/members/password/reset', (ctx) => {
   const api = calls(ctx)
@@ -158,6 +207,54 @@ describeEachBackend('POST /api/v1/members/password/reset', (ctx) => {
     assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
     await assertEnded(api, [member, other])
     assert.equal((await api.me(bystander)).statusCode, 200)
+  })
+
+  it('revokes every API key of the member: account recovery takes the account back from whoever held a key', async () => {
+    const member = await ctx.api.member()
+    const keys = [await api.apiKey(member, 'first'), await api.apiKey(member, 'second')]
+    const bystander = await api.apiKey(await ctx.api.member('bystander'))
+    assert.equal((await api.reset({ token: await api.resetToken(member.email), newPassword: 'battery staple' })).statusCode, 201)
+    for (const key of keys) assertError(await api.meWithKey(key.secret), { code: 'UNAUTHORIZED', instance: '/api/v1/members/me', detail: INVALID_KEY })
+    assert.equal((await api.meWithKey(bystander.secret)).statusCode, 200)
+    const fresh = await ctx.api.login(member.email, 'battery staple')
+    const listed = (await ctx.api.inject({ url: KEYS, headers: fresh.headers })).json().data as Array<{ revokedAt: string | null }>
+    assert.equal(listed.length, 2)
+    for (const key of listed) assert.match(String(key.revokedAt), /^\d{4}-\d{2}-\d{2}T/)
+    assert.equal((await api.meWithKey((await api.apiKey(fresh)).secret)).statusCode, 200, 'the member can make new keys')
+  })
+
+  it('changes nothing when the reset is refused: sessions, keys and the token stay (one transaction)', async () => {
+    const member = await ctx.api.member()
+    const key = await api.apiKey(member)
+    const token = await api.resetToken(member.email)
+    assertError(await api.reset({ token, newPassword: member.email }), {
+      code: 'VALIDATION_FAILED', instance: RESET, detail: INVALID_REQUEST, invalidParams: [{ field: 'newPassword', message: IS_EMAIL }],
+    })
+    assert.equal((await api.me(member)).statusCode, 200)
+    assert.equal((await api.meWithKey(key.secret)).statusCode, 200)
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201, 'the token was not spent')
+  })
+
+  it('refuses a common newPassword with 400 naming newPassword, whether or not the token is good, and keeps the token usable', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    for (const candidate of [token, 'x'.repeat(43)]) {
+      assertError(await api.reset({ token: candidate, newPassword: 'iloveyou' }), {
+        code: 'VALIDATION_FAILED', instance: RESET, detail: INVALID_REQUEST, invalidParams: [{ field: 'newPassword', message: TOO_COMMON }],
+      })
+    }
+    assert.equal((await api.reset({ token, newPassword: 'battery staple' })).statusCode, 201)
+  })
+
+  it('refuses a newPassword that is the email’s local part with 400 naming newPassword', async () => {
+    const member = await ctx.api.member()
+    const token = await api.resetToken(member.email)
+    const local = member.email.slice(0, member.email.indexOf('@'))
+    assertError(await api.reset({ token, newPassword: ` ${local.toUpperCase()}` }), {
+      code: 'VALIDATION_FAILED', instance: RESET, detail: INVALID_REQUEST, invalidParams: [{ field: 'newPassword', message: IS_EMAIL }],
+    })
+    assert.equal((await api.login(member.email, 'correct horse')).statusCode, 201)
   })
 
   it('marks the email verified: the mailed token proves the address', async () => {
