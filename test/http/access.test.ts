@@ -47,7 +47,7 @@ describeEachBackend('authentication and roles', (ctx) => {
     let checked = 0
     for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
       for (const method of Object.keys(item)) {
-        const url = path.replace('{id}', '1').replace('{keyId}', '1').replace('{categoryId}', '1')
+        const url = path.replace(/\{[^}]+\}/g, '1')
         const request = { method: method.toUpperCase() as 'GET', url, ...(method === 'get' ? {} : { payload: {} }) }
         const anonymous = await ctx.api.inject(request)
         assert.notEqual(anonymous.statusCode, 500, `${method} ${path}`)
