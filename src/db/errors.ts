@@ -6,11 +6,12 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EP
 
 /**
  * SQLSTATEs that mean "not available now; the same request will work later": the connection class
- * (08), the server shutting down, crashing or starting (57P01–57P03), too many connections (53300),
- * and transient conflicts (serialization failure, deadlock, lock not available). 57P04 (the database
- * was dropped) is not among them: no retry brings it back.
+ * (08), the server shutting down, crashing or starting (57P01–57P03), a session ended for being idle
+ * (57P05: the next one works), too many connections (53300), and transient conflicts (serialization
+ * failure, deadlock, lock not available). 57P04 (the database was dropped) is not among them: no
+ * retry brings it back.
  */
-const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300', '40001', '40P01', '55P03'])
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '57P05', '53300', '40001', '40P01', '55P03'])
 
 /**
  * PostgreSQL's functions that refuse a new session (postinit.c, miscinit.c, proc.c, the postmaster):
