@@ -58,7 +58,7 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
 }
 
 const TABLES = [
-  'events', 'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
+  'webhook_deliveries', 'webhook_endpoints', 'events', 'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
   'refresh_tokens', 'sessions', 'member_tokens', 'api_keys',
 ]
 

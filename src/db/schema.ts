@@ -6,6 +6,7 @@ import type { IdempotencyKeysTable } from '../idempotency/table.js'
 import type { MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
 import type { PaymentRefundsTable, PaymentsTable } from '../payments/table.js'
+import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../webhooks/table.js'
 
 /** Every table, as Kysely sees it (snake_case rows; features map them to API shapes). */
 export interface Database {
@@ -24,6 +25,8 @@ export interface Database {
   payments: PaymentsTable
   payment_refunds: PaymentRefundsTable
   events: EventsTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
 }
 
 export type Db = Kysely<Database>

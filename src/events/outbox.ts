@@ -14,24 +14,36 @@ export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
   from order_items i where i.order_id = o.id)`
 
 /**
- * The transactional outbox's write: an insert of the announced events, to be one more CTE (or the
- * final statement) of the statement that changes the order, so they commit or roll back with it.
- * `o` must name the order row as it is after the change, its `event_sequence` already advanced by
- * `announcements.length`: the events take the numbers up to it, in the order given. Each stores
- * the order, its items (`items`, a subquery over `o`), its payment as the transaction has it, and
- * the refund.
+ * The transactional outbox's write, as two CTEs (`new_events`, `new_deliveries`) to add to the
+ * statement that changes the order, so that they commit or roll back with it:
+ * - the announced events. `o` must name the order row as it is after the change, its
+ *   `event_sequence` already advanced by `announcements.length`: the events take the numbers up to
+ *   it, in the order given. Each stores the order, its items (`items`, a subquery over `o`), its
+ *   payment as the transaction has it, and the refund;
+ * - one delivery per event and webhook endpoint that is ACTIVE and takes its type.
  */
-export function insertEvents (announcements: readonly Announcement[], items: RawBuilder<unknown> = storedItems): RawBuilder<unknown> {
+export function outboxWrites (announcements: readonly Announcement[], items: RawBuilder<unknown> = storedItems): RawBuilder<unknown> {
   const count = announcements.length
   const rows = sql.join(announcements.map((a, i) =>
     sql`(${i + 1}::integer, ${a.type}::text, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb)`))
   return sql`
-    insert into events (type, order_id, sequence, snapshot)
-    select a.type, o.id, o.event_sequence - ${count}::integer + a.ord, jsonb_build_object(
-      'order', to_jsonb(o),
-      'items', coalesce(${items}, '[]'::jsonb),
-      'payment', (select to_jsonb(p) from payments p where p.id = o.payment_id),
-      'refund', a.refund)
-    from o, (values ${rows}) as a (ord, type, refund)
-    order by a.ord`
+    new_events as (
+      insert into events (type, order_id, sequence, snapshot)
+      select a.type, o.id, o.event_sequence - ${count}::integer + a.ord, jsonb_build_object(
+        'order', to_jsonb(o),
+        'items', coalesce(${items}, '[]'::jsonb),
+        'payment', (select to_jsonb(p) from payments p where p.id = o.payment_id),
+        'refund', a.refund)
+      from o, (values ${rows}) as a (ord, type, refund)
+      order by a.ord
+      returning id, type, order_id, sequence
+    ),
+    new_deliveries as (
+      insert into webhook_deliveries (endpoint_id, event_id, event_type, order_id, sequence)
+      select w.id, e.id, e.type, e.order_id, e.sequence
+      from new_events e
+      join webhook_endpoints w on w.status = 'ACTIVE' and w.deleted_at is null
+        and (w.event_types is null or e.type = any (w.event_types))
+      order by e.id, w.id
+    )`
 }

@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
-import { insertEvents, type Announcement } from '../events/outbox.js'
+import { outboxWrites, type Announcement } from '../events/outbox.js'
 import type { Database, Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
 import { MAX_STOCK, isId64 } from '../limits.js'
@@ -138,7 +138,7 @@ export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Prom
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
       select o.id, null, 'PLACED', 'create', ${order.actor.id}, ${order.actor.role} from o
     ),
-    events as (${insertEvents([{ type: 'order.placed' }], placedItems)})
+    ${outboxWrites([{ type: 'order.placed' }], placedItems)}
     select * from o`.execute(trx)
   return rows[0]!
 }
@@ -186,7 +186,7 @@ export async function updateOrder (
     history as (
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
       select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text from o
-    )${events.length > 0 ? sql`, events as (${insertEvents(events)})` : sql``}
+    )${events.length > 0 ? sql`, ${outboxWrites(events)}` : sql``}
     select * from o`.execute(trx)
   return rows[0]!
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
-import { insertEvents, type Announcement } from '../events/outbox.js'
+import { outboxWrites, type Announcement } from '../events/outbox.js'
 import type { KeysetPosition } from '../http/paging.js'
 import type { PaymentsTable, PaymentRow } from './table.js'
 import type { Updateable } from 'kysely'
@@ -24,8 +24,9 @@ export async function lockOrderOfPayment (trx: Tx, id: string | number): Promise
  */
 export async function announcePaymentChange (trx: Tx, orderId: number, event: Announcement): Promise<void> {
   await sql`
-    with o as (update orders set event_sequence = event_sequence + 1 where id = ${orderId} returning *)
-    ${insertEvents([event])}`.execute(trx)
+    with o as (update orders set event_sequence = event_sequence + 1 where id = ${orderId} returning *),
+    ${outboxWrites([event])}
+    select 1`.execute(trx)
 }
 
 /** Locks the payment for the rest of the transaction: its changes happen one at a time. */
