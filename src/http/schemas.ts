@@ -122,8 +122,11 @@ export const ok = <T>(data: T) => ({ success: true as const, data, error: null }
  * a log or a CSV export. U+0000 is left out of the pattern: the wire rule refuses it in every string,
  * with a message of its own. E.g. `PlainName({ minLength: 1, maxLength: 100 })`.
  */
+/** No control characters (Unicode Cc) but U+0000, which the wire rule refuses with a message of its own. */
+export const PLAIN_NAME_PATTERN = '^[^\\u0001-\\u001F\\u007F-\\u009F]*$'
+
 export const PlainName = (options: Parameters<typeof Type.String>[0] = {}) => Type.String({
   description: 'Any text without control characters (Unicode Cc)',
   ...options,
-  pattern: '^[^\\u0001-\\u001F\\u007F-\\u009F]*$',
+  pattern: PLAIN_NAME_PATTERN,
 })

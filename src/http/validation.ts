@@ -5,6 +5,7 @@ import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastif
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { isId64, isStorableTime } from '../limits.js'
 import { ApiError, type InvalidParam } from '../errors.js'
+import { IDEMPOTENCY_KEY_PATTERN, PLAIN_NAME_PATTERN } from './schemas.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
 const addFormats = addFormatsModule.default
@@ -111,6 +112,12 @@ const FORMAT_MESSAGES: Record<string, string> = {
   email: 'must be an email address',
 }
 
+/** What a pattern means, for the patterns the schemas use (http/schemas.ts). */
+const PATTERN_MESSAGES: Record<string, string> = {
+  [PLAIN_NAME_PATTERN]: 'must not contain control characters',
+  [IDEMPOTENCY_KEY_PATTERN]: 'must be 1 to 255 printable ASCII characters',
+}
+
 function message (error: ErrorObject | FastifySchemaValidationError, part: SchemaErrorDataVar): string {
   const p = error.params as Record<string, unknown>
   switch (error.keyword) {
@@ -126,7 +133,7 @@ function message (error: ErrorObject | FastifySchemaValidationError, part: Schem
     case 'enum': return `must be one of ${(p.allowedValues as unknown[]).join(', ')}`
     case 'const': return `must be ${String(p.allowedValue)}`
     case 'format': return FORMAT_MESSAGES[String(p.format)] ?? `must be a valid ${String(p.format)}`
-    case 'pattern': return 'has an invalid format'
+    case 'pattern': return PATTERN_MESSAGES[String(p.pattern)] ?? 'has an invalid format'
     case 'nul': return 'must not contain the NUL character (U+0000)'
     default: return 'is invalid'
   }

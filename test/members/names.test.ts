@@ -12,7 +12,7 @@ after(() => sink.stop())
 
 const INVALID_BODY = 'The request body has invalid parameters.'
 /** What a name with a control character is told (the validator's message for a pattern). */
-const CONTROL = 'has an invalid format'
+const CONTROL = 'must not contain control characters'
 /** One control character of each kind: C0 (line feed, carriage return, tab, escape), DEL, C1 (NEL, CSI). */
 const CONTROLS = ['\n', '\r', '\t', '\u001B', '\u007F', '\u0085', '\u009B']
 

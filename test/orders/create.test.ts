@@ -122,7 +122,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
     ['an unknown field', { customerId: 1, items: [{ productId: 1, quantity: 1 }], status: 'DELIVERED' }, [{ field: 'status', message: 'is not a recognised field' }]],
     ['a memo over 1000 characters', { customerId: 1, items: [{ productId: 1, quantity: 1 }], memo: 'm'.repeat(1001) }, [{ field: 'memo', message: 'must be at most 1000 characters' }]],
     ['a shipping address over 500 characters', { customerId: 1, items: [{ productId: 1, quantity: 1 }], shippingAddress: 'a'.repeat(501) }, [{ field: 'shippingAddress', message: 'must be at most 500 characters' }]],
-    ['an empty idempotencyKey', { customerId: 1, items: [{ productId: 1, quantity: 1 }], idempotencyKey: '' }, [{ field: 'idempotencyKey', message: 'has an invalid format' }]],
+    ['an empty idempotencyKey', { customerId: 1, items: [{ productId: 1, quantity: 1 }], idempotencyKey: '' }, [{ field: 'idempotencyKey', message: 'must be 1 to 255 printable ASCII characters' }]],
   ]
   for (const [what, payload, invalidParams] of invalidBodies) {
     it(`rejects ${what} with 400 and changes nothing`, async () => {

@@ -146,7 +146,7 @@ describeEachBackend('idempotency keys on POST /api/v1/orders', (ctx) => {
         code: 'VALIDATION_FAILED',
         instance: ORDERS,
         detail: BODY_INVALID,
-        invalidParams: [{ field: 'idempotencyKey', message: 'has an invalid format' }],
+        invalidParams: [{ field: 'idempotencyKey', message: 'must be 1 to 255 printable ASCII characters' }],
       })
       assert.equal(await rows(ctx, 'orders'), 0)
     })
