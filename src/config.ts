@@ -35,10 +35,32 @@ export interface Config {
   readonly authRateLimit: number
   /** Failed logins per email per 15 minutes before 429. */
   readonly loginFailureLimit: number
+  /** RabbitMQ (`amqp://`, `amqps://`) that every event is also published to; undefined → no broker sink. */
+  readonly amqpUrl: string | undefined
   /** Fastify's trustProxy: false, true, a hop count, or a comma-separated list of addresses. */
   readonly trustProxy: boolean | number | string
   /** Server processes (node:cluster) sharing the port; more than 1 needs DATABASE_URL. */
   readonly workers: number
+  /** How long a webhook receiver has to answer (1 s – 60 s). */
+  readonly webhookTimeoutMs: number
+  /** The delays between webhook attempts (1–20 steps). */
+  readonly webhookRetrySchedule: readonly number[]
+  /** Webhooks may reach private hosts and use http:// (development and tests). */
+  readonly webhookAllowPrivate: boolean
+  /** OpenID Connect providers for sign-in (CONTRACT §13), from `OIDC_<ID>_ISSUER|CLIENT_ID|CLIENT_SECRET`. */
+  readonly oidcProviders: readonly OidcProviderConfig[]
+  /** The service's own public base URL (no trailing slash); required once any OIDC_* is set. */
+  readonly publicUrl: string | undefined
+  /** URL prefixes a sign-in's `redirect_uri` must start with (scheme, host and port exactly; path by segments). */
+  readonly oidcRedirectAllowlist: readonly string[]
+}
+
+export interface OidcProviderConfig {
+  /** The registration id as it appears in paths: lower-case `[a-z0-9-]+`. */
+  readonly id: string
+  readonly issuer: string
+  readonly clientId: string
+  readonly clientSecret: string
 }
 
 export class ConfigError extends Error {
@@ -166,6 +188,20 @@ export function loadConfig (env: Env = process.env): Config {
     return count
   }
 
+  const webhookTimeoutMs = duration('WEBHOOK_TIMEOUT', '10s', '60s')
+  if (webhookTimeoutMs < 1000) throw new ConfigError('WEBHOOK_TIMEOUT', 'a duration from 1s to 60s', read('WEBHOOK_TIMEOUT')!)
+  const webhookRetrySchedule = (): number[] => {
+    const raw = read('WEBHOOK_RETRY_SCHEDULE') ?? '5s,5m,30m,2h,5h,10h,10h'
+    const steps = raw.split(',').map(step => /^(\d+)(ms|s|m|h|d)$/.exec(step.trim()))
+    const delays = steps.map(match => match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0)
+    if (delays.length > 20 || delays.some(delay => delay <= 0 || delay > DURATION_UNITS.d! * 7)) {
+      throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', '1 to 20 comma-separated positive durations up to 7d, such as 5s,5m,30m,2h', raw)
+    }
+    return delays
+  }
+
+  const oidc = readOidc(env, read)
+
   return Object.freeze({
     port: integer('PORT', 8080, 0, 65535),
     host: read('HOST') ?? '0.0.0.0',
@@ -186,9 +222,89 @@ export function loadConfig (env: Env = process.env): Config {
     smtpUrl: url('SMTP_URL', ['smtp:', 'smtps:']),
     mailFrom: read('MAIL_FROM') ?? 'Order service <no-reply@localhost>',
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    amqpUrl: url('AMQP_URL', ['amqp:', 'amqps:']),
     authRateLimit: integer('AUTH_RATE_LIMIT', 60, 1, 1_000_000),
     loginFailureLimit: integer('LOGIN_FAILURE_LIMIT', 5, 1, 1_000_000),
     trustProxy: trustProxy(),
     workers: workers(),
+    webhookTimeoutMs,
+    webhookRetrySchedule: Object.freeze(webhookRetrySchedule()),
+    webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false']) === 'true',
+    ...oidc,
   })
+}
+
+const OIDC_PART = /^OIDC_([A-Z0-9_]+)_(ISSUER|CLIENT_ID|CLIENT_SECRET)$/
+const OIDC_PARTS = ['ISSUER', 'CLIENT_ID', 'CLIENT_SECRET'] as const
+
+/** A loopback host, where an `http://` issuer is allowed (a provider on the same machine, in development). */
+function isLoopbackHost (hostname: string): boolean {
+  return hostname === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+}
+
+function parseUrl (raw: string): URL | undefined {
+  try { return new URL(raw) } catch { return undefined }
+}
+
+/**
+ * The OpenID sign-in settings: every `OIDC_<ID>_*` group complete (all three parts or none), issuers
+ * `https://` (or `http://` on a loopback host), `PUBLIC_URL` once any `OIDC_*` is set, and the
+ * redirect allowlist as absolute http(s) URL prefixes.
+ */
+function readOidc (env: Env, read: (name: string) => string | undefined): Pick<Config, 'oidcProviders' | 'publicUrl' | 'oidcRedirectAllowlist'> {
+  const groups = new Map<string, Partial<Record<typeof OIDC_PARTS[number], string>>>()
+  const anySet = Object.keys(env).some(name => name.startsWith('OIDC_') && read(name) !== undefined)
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith('OIDC_') || name === 'OIDC_REDIRECT_ALLOWLIST' || read(name) === undefined) continue
+    const match = OIDC_PART.exec(name)
+    if (!match || /^_|_$|__/.test(match[1]!)) {
+      throw new ConfigError(name, '', '', `Unknown variable ${name}: expected OIDC_<ID>_ISSUER, OIDC_<ID>_CLIENT_ID, OIDC_<ID>_CLIENT_SECRET (<ID> of A-Z, 0-9 and single _) or OIDC_REDIRECT_ALLOWLIST`)
+    }
+    const group = groups.get(match[1]!) ?? {}
+    group[match[2] as typeof OIDC_PARTS[number]] = read(name)
+    groups.set(match[1]!, group)
+  }
+  const providers: OidcProviderConfig[] = []
+  for (const [id, group] of groups) {
+    for (const part of OIDC_PARTS) {
+      if (group[part] === undefined) {
+        const given = OIDC_PARTS.filter(p => group[p] !== undefined).map(p => `OIDC_${id}_${p}`).join(', ')
+        throw new ConfigError(`OIDC_${id}_${part}`, '', '', `Missing OIDC_${id}_${part}: it is needed with ${given} (all three or none)`)
+      }
+    }
+    const name = `OIDC_${id}_ISSUER`
+    const issuer = parseUrl(group.ISSUER!)
+    const secure = issuer?.protocol === 'https:' || (issuer?.protocol === 'http:' && isLoopbackHost(issuer.hostname))
+    if (!issuer || !secure || issuer.search !== '' || issuer.hash !== '' || issuer.username !== '' || issuer.password !== '') {
+      throw new ConfigError(name, 'an https:// issuer URL without query or fragment (http:// only on localhost or 127.0.0.0/8)', group.ISSUER!)
+    }
+    providers.push(Object.freeze({
+      id: id.toLowerCase().replaceAll('_', '-'),
+      issuer: group.ISSUER!,
+      clientId: group.CLIENT_ID!,
+      clientSecret: group.CLIENT_SECRET!,
+    }))
+  }
+
+  const rawPublic = read('PUBLIC_URL')
+  let publicUrl: string | undefined
+  if (rawPublic !== undefined) {
+    const parsed = parseUrl(rawPublic)
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.search !== '' || parsed.hash !== '' || parsed.username !== '') {
+      throw new ConfigError('PUBLIC_URL', 'the service\'s public http:// or https:// base URL, without query or fragment', rawPublic)
+    }
+    publicUrl = rawPublic.replace(/\/+$/, '')
+  } else if (anySet) {
+    throw new ConfigError('PUBLIC_URL', '', '', 'Missing PUBLIC_URL: it is required once any OIDC_* variable is set (the callback is {PUBLIC_URL}/login/oauth2/code/{id})')
+  }
+
+  const rawAllow = read('OIDC_REDIRECT_ALLOWLIST')
+  const allowlist = rawAllow === undefined ? [] : rawAllow.split(',').map(prefix => prefix.trim())
+  for (const prefix of allowlist) {
+    const parsed = parseUrl(prefix)
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.search !== '' || parsed.hash !== '' || parsed.username !== '' || parsed.password !== '') {
+      throw new ConfigError('OIDC_REDIRECT_ALLOWLIST', 'comma-separated absolute http:// or https:// URL prefixes without query or fragment', rawAllow!)
+    }
+  }
+  return { oidcProviders: Object.freeze(providers), publicUrl, oidcRedirectAllowlist: Object.freeze(allowlist) }
 }

@@ -54,6 +54,9 @@ describe('configuration', () => {
     assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8' }).trustProxy, '10.0.0.1, 10.0.0.0/8')
     assert.equal(loadConfig({ SMTP_URL: 'smtp://127.0.0.1:2525' }).smtpUrl, 'smtp://127.0.0.1:2525')
     assert.equal(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).redisUrl, 'redis://127.0.0.1:6379')
+    assert.equal(loadConfig({}).amqpUrl, undefined)
+    assert.equal(loadConfig({ AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' }).amqpUrl, 'amqp://guest:guest@127.0.0.1:5672')
+    assert.equal(loadConfig({ AMQP_URL: 'amqps://mq.internal/orders' }).amqpUrl, 'amqps://mq.internal/orders')
     assert.equal(loadConfig({ AUTH_RATE_LIMIT: '5', LOGIN_FAILURE_LIMIT: '3' }).loginFailureLimit, 3)
   })
 
@@ -99,6 +102,8 @@ describe('configuration', () => {
     [{ BODY_LIMIT: 'big' }, /^Invalid BODY_LIMIT="big"/],
     [{ SMTP_URL: 'http://mail' }, /^Invalid SMTP_URL="http:\/\/mail": expected a URL starting with smtp:\/\/ or smtps:\/\/$/],
     [{ REDIS_URL: 'localhost:6379' }, /^Invalid REDIS_URL/],
+    [{ AMQP_URL: 'http://mq:5672' }, /^Invalid AMQP_URL="http:\/\/mq:5672": expected a URL starting with amqp:\/\/ or amqps:\/\/$/],
+    [{ AMQP_URL: 'localhost:5672' }, /^Invalid AMQP_URL/],
     [{ AUTH_RATE_LIMIT: '0' }, /^Invalid AUTH_RATE_LIMIT="0"/],
     [{ LOGIN_FAILURE_LIMIT: 'many' }, /^Invalid LOGIN_FAILURE_LIMIT="many"/],
     [{ TRUST_PROXY: 'yes please' }, /^Invalid TRUST_PROXY="yes please"/],
@@ -120,10 +125,70 @@ describe('configuration', () => {
       ['DATABASE_URL', 'postgress://app:S3cretPw@db.internal/orders'],
       ['SMTP_URL', 'smtpx://mailer:MailPw@mail.internal:587'],
       ['REDIS_URL', 'redi://:RedisPw@cache.internal:6379'],
+      ['AMQP_URL', 'amqpx://app:MqPw@mq.internal:5672'],
     ]
     for (const [name, value] of urls) {
       assert.throws(() => loadConfig({ [name]: value }), (error: Error) =>
-        error.message.startsWith(`Invalid ${name}="`) && error.message.includes(':<hidden>@') && !/S3cretPw|MailPw|RedisPw/.test(error.message))
+        error.message.startsWith(`Invalid ${name}="`) && error.message.includes(':<hidden>@') && !/S3cretPw|MailPw|RedisPw|MqPw/.test(error.message))
     }
+  })
+})
+
+describe('configuration: OpenID sign-in', () => {
+  const google = {
+    PUBLIC_URL: 'https://shop.example.com/',
+    OIDC_GOOGLE_ISSUER: 'https://accounts.google.com',
+    OIDC_GOOGLE_CLIENT_ID: 'client-1',
+    OIDC_GOOGLE_CLIENT_SECRET: 's3cret',
+  }
+  const refusal = (env: Record<string, string>, variable: string) =>
+    assert.throws(() => loadConfig(env), (error: unknown) =>
+      error instanceof ConfigError && error.variable === variable && error.message.includes(variable))
+
+  it('has no providers, no PUBLIC_URL and an empty allowlist by default', () => {
+    const config = loadConfig({})
+    assert.deepEqual([config.oidcProviders, config.publicUrl, config.oidcRedirectAllowlist], [[], undefined, []])
+  })
+
+  it('reads a provider group, its id lower-cased with - for _, and the allowlist', () => {
+    const config = loadConfig({
+      ...google,
+      OIDC_MY_ENTRA_ISSUER: 'http://127.0.0.1:9000/realms/x',
+      OIDC_MY_ENTRA_CLIENT_ID: 'c2',
+      OIDC_MY_ENTRA_CLIENT_SECRET: 's2',
+      OIDC_REDIRECT_ALLOWLIST: 'https://app.example.com/cb, http://localhost:5173',
+    })
+    assert.deepEqual(config.oidcProviders.map(p => ({ ...p })), [
+      { id: 'google', issuer: 'https://accounts.google.com', clientId: 'client-1', clientSecret: 's3cret' },
+      { id: 'my-entra', issuer: 'http://127.0.0.1:9000/realms/x', clientId: 'c2', clientSecret: 's2' },
+    ].sort((a, b) => a.id.localeCompare(b.id)))
+    assert.equal(config.publicUrl, 'https://shop.example.com')
+    assert.deepEqual(config.oidcRedirectAllowlist, ['https://app.example.com/cb', 'http://localhost:5173'])
+  })
+
+  it('stops on an incomplete group, naming the missing variable', () => {
+    refusal({ PUBLIC_URL: 'https://x.example', OIDC_GOOGLE_ISSUER: 'https://accounts.google.com', OIDC_GOOGLE_CLIENT_ID: 'c' }, 'OIDC_GOOGLE_CLIENT_SECRET')
+    refusal({ PUBLIC_URL: 'https://x.example', OIDC_GOOGLE_CLIENT_SECRET: 's' }, 'OIDC_GOOGLE_ISSUER')
+  })
+
+  it('needs PUBLIC_URL once any OIDC_* is set', () => {
+    refusal({ ...google, PUBLIC_URL: '' }, 'PUBLIC_URL')
+    refusal({ OIDC_REDIRECT_ALLOWLIST: 'https://app.example.com' }, 'PUBLIC_URL')
+    refusal({ ...google, PUBLIC_URL: 'ftp://x.example' }, 'PUBLIC_URL')
+  })
+
+  it('allows an http:// issuer only on localhost and 127.0.0.0/8', () => {
+    assert.equal(loadConfig({ ...google, OIDC_GOOGLE_ISSUER: 'http://localhost:8080' }).oidcProviders[0]!.issuer, 'http://localhost:8080')
+    assert.equal(loadConfig({ ...google, OIDC_GOOGLE_ISSUER: 'http://127.1.2.3' }).oidcProviders[0]!.issuer, 'http://127.1.2.3')
+    refusal({ ...google, OIDC_GOOGLE_ISSUER: 'http://accounts.example.com' }, 'OIDC_GOOGLE_ISSUER')
+    refusal({ ...google, OIDC_GOOGLE_ISSUER: 'http://10.0.0.1' }, 'OIDC_GOOGLE_ISSUER')
+    refusal({ ...google, OIDC_GOOGLE_ISSUER: 'not a url' }, 'OIDC_GOOGLE_ISSUER')
+    refusal({ ...google, OIDC_GOOGLE_ISSUER: 'https://accounts.google.com?x=1' }, 'OIDC_GOOGLE_ISSUER')
+  })
+
+  it('refuses an unknown OIDC_ variable and a bad allowlist entry', () => {
+    refusal({ ...google, OIDC_GOOGLE_SCOPE: 'x' }, 'OIDC_GOOGLE_SCOPE')
+    refusal({ ...google, OIDC_REDIRECT_ALLOWLIST: 'https://ok.example, /relative' }, 'OIDC_REDIRECT_ALLOWLIST')
+    refusal({ ...google, OIDC_REDIRECT_ALLOWLIST: 'https://ok.example/cb?x=1' }, 'OIDC_REDIRECT_ALLOWLIST')
   })
 })
