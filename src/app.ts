@@ -26,6 +26,7 @@ import { healthRoutes } from './ops/health.js'
 import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
+import { createBrokerSink } from './events/broker.js'
 import { eventRoutes } from './events/routes.js'
 import { purgeOldEvents } from './events/repository.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
@@ -52,6 +53,8 @@ export interface BuildOptions {
   paymentProvider?: PaymentProvider
   /** How often to expire orders whose stock reservation ran out (default 15 s: within a minute, CONTRACT §11). */
   reservationSweepMs?: number
+  /** Timings of the RabbitMQ sink when AMQP_URL is set (src/events/broker.ts); tests shorten them. */
+  broker?: { pollMs?: number, retryMinMs?: number, retryMaxMs?: number, standbyMs?: number }
 }
 
 /** Credentials never reach the logs, whatever a serializer or a log call includes (top level or one deep). */
@@ -175,7 +178,16 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await registerMetrics(app, { database })
 
   await app.register(opsRoutes)
-  await app.register(healthRoutes, { database, identity })
+  // With AMQP_URL, events are also published to RabbitMQ, from when the app is ready until it closes
+  // (closed before the database, as onClose hooks run last-registered first).
+  const broker = config.amqpUrl
+    ? createBrokerSink({ db: database.db, kind: database.kind, url: config.amqpUrl, log: app.log, ...options.broker })
+    : undefined
+  if (broker) {
+    app.addHook('onReady', async () => broker.start())
+    app.addHook('onClose', () => broker.close())
+  }
+  await app.register(healthRoutes, { database, identity, broker })
   await app.register(docsRoutes)
   await app.register(memberRoutes, { identity })
   await app.register(authRoutes, { identity })

@@ -8,6 +8,7 @@ import { COMMIT_ID } from '../config.js'
 import type { Identity } from '../auth/identity.js'
 import type { CounterStore } from '../auth/limits.js'
 import type { DatabaseHandle } from '../db/database.js'
+import type { BrokerSink } from '../events/broker.js'
 import { serviceUnavailable } from '../db/errors.js'
 import { isAdmin } from '../http/access.js'
 import { Envelope, ok } from '../http/schemas.js'
@@ -122,9 +123,10 @@ function send (reply: FastifyReply, status: number, body: unknown) {
 /**
  * Actuator health and info (CONTRACT §8, §10), outside `/api` and so not enveloped:
  * - `/actuator/health`: `{status}`; ADMIN callers also get `components` (db, and redis when
- *   REDIS_URL is set) with details. 200 when UP, 503 when DOWN. The overall status follows the
- *   database: with Redis down the rate limits fail open and the service still serves, so a Redis
- *   outage shows as a DOWN component without taking the instance out of a load balancer.
+ *   REDIS_URL is set, broker when AMQP_URL is set) with details. 200 when UP, 503 when DOWN. The
+ *   overall status follows the database: with Redis down the rate limits fail open, and with the
+ *   broker down events wait to be published, so either shows as a DOWN component without taking
+ *   the instance out of a load balancer (CONTRACT §14 Health).
  * - `/actuator/health/liveness`: UP while the process serves requests (no dependency checked).
  * - `/actuator/health/readiness`: UP when the database answers, else 503 DOWN.
  * - `/actuator/info`: `{app: {name, version}, build: {time}, git?: {commit}}`.
@@ -132,7 +134,7 @@ function send (reply: FastifyReply, status: number, body: unknown) {
  *   SERVICE_UNAVAILABLE with `Retry-After` (CONTRACT §11 Wire).
  * No query schema: unknown query parameters are ignored here (the rule that rejects them covers `/api` only).
  */
-export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identity: Identity }> = async (app, { database, identity }) => {
+export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identity: Identity, broker?: BrokerSink }> = async (app, { database, identity, broker }) => {
   const checkRedis = redisCheck(app.config.redisUrl, identity.counters)
   const info = await loadInfo()
 
@@ -140,7 +142,7 @@ export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identi
     const [db, redisComponent] = await Promise.all([checkDatabase(database), checkRedis?.()])
     const status = db.status
     const body = request.principal && isAdmin(request.principal)
-      ? { status, components: { db, ...(redisComponent ? { redis: redisComponent } : {}) } }
+      ? { status, components: { db, ...(redisComponent ? { redis: redisComponent } : {}), ...(broker ? { broker: broker.health() } : {}) } }
       : { status }
     return send(reply, status === 'UP' ? 200 : 503, body)
   })
