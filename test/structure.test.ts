@@ -120,7 +120,7 @@ describe('source layout', () => {
   })
 
   it('gives every feature folder the same shape', () => {
-    const features = ['auth', 'catalog', 'members', 'orders', 'payments']
+    const features = ['auth', 'catalog', 'events', 'members', 'orders', 'payments']
     const missing = features.flatMap((feature) =>
       ['routes.ts', 'schemas.ts', 'service.ts', 'repository.ts', 'table.ts']
         .filter((role) => !graph.has(`${feature}/${role}`))
