@@ -34,11 +34,15 @@ import { expireLapsedReservations } from './orders/lifecycle.js'
 import { orderRoutes } from './orders/routes.js'
 import { simulatedProvider, type PaymentProvider } from './payments/provider.js'
 import { paymentRoutes } from './payments/routes.js'
+import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js'
+import { webhookRoutes } from './webhooks/routes.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     db: Db
     config: Config
+    /** The webhook dispatcher, to wake after a change commits. */
+    webhooks?: Dispatcher
   }
 }
 
@@ -167,6 +171,21 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const admin = await bootstrapAdmin(database.db, config)
   if (admin === 'created') app.log.info({ email: config.adminEmail }, 'created the first admin')
 
+  // Webhooks: delivered promptly after each change commits (a change answers after its commit), on
+  // any instance's change through LISTEN/NOTIFY, else by the poll. Stopped before the pool closes.
+  const webhooks = startDispatcher({
+    db: database.db,
+    config,
+    log: app.log,
+    listenUrl: database.kind === 'postgres' ? config.databaseUrl : undefined,
+  })
+  app.decorate('webhooks', webhooks)
+  app.addHook('onResponse', (request, _reply, done) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') webhooks.wake()
+    done()
+  })
+  app.addHook('preClose', () => webhooks.close())
+
   // Request bodies are JSON only: text/plain and everything else is 415.
   app.removeContentTypeParser('text/plain')
   registerErrorHandling(app, config)
@@ -198,6 +217,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
   await app.register(eventRoutes)
+  await app.register(webhookRoutes)
   await app.register(adminMemberRoutes)
   registerMethodNotAllowed(app, routes)
 

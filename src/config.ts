@@ -199,6 +199,14 @@ export function loadConfig (env: Env = process.env): Config {
     }
     return delays
   }
+  const retrySchedule = webhookRetrySchedule()
+  const eventRetentionMs = duration('EVENT_RETENTION', '30d', '3650d')
+  // A delivery's event must outlive its retries (events with PENDING deliveries are not purged anyway).
+  const scheduleMs = retrySchedule.reduce((sum, delay) => sum + delay, 0)
+  if (eventRetentionMs < scheduleMs) {
+    throw new ConfigError('EVENT_RETENTION', '', read('EVENT_RETENTION') ?? '30d',
+      `EVENT_RETENTION=${read('EVENT_RETENTION') ?? '30d'} is shorter than WEBHOOK_RETRY_SCHEDULE's total length (${Math.ceil(scheduleMs / 1000)}s): events must outlive their retries`)
+  }
 
   const oidc = readOidc(env, read)
 
@@ -214,7 +222,7 @@ export function loadConfig (env: Env = process.env): Config {
     jwtSecret,
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
     orderReservationTtlMs: duration('ORDER_RESERVATION_TTL', '60m', '365d', true),
-    eventRetentionMs: duration('EVENT_RETENTION', '30d', '3650d'),
+    eventRetentionMs,
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,
     bodyLimit: size('BODY_LIMIT', '1mb'),
@@ -228,7 +236,7 @@ export function loadConfig (env: Env = process.env): Config {
     trustProxy: trustProxy(),
     workers: workers(),
     webhookTimeoutMs,
-    webhookRetrySchedule: Object.freeze(webhookRetrySchedule()),
+    webhookRetrySchedule: Object.freeze(retrySchedule),
     webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false']) === 'true',
     ...oidc,
   })

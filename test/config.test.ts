@@ -29,6 +29,9 @@ describe('configuration', () => {
       loginFailureLimit: 5,
       trustProxy: false,
       workers: 1,
+      webhookTimeoutMs: 10_000,
+      webhookRetrySchedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+      webhookAllowPrivate: false,
     })
   })
 
@@ -58,6 +61,33 @@ describe('configuration', () => {
     assert.equal(loadConfig({ AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672' }).amqpUrl, 'amqp://guest:guest@127.0.0.1:5672')
     assert.equal(loadConfig({ AMQP_URL: 'amqps://mq.internal/orders' }).amqpUrl, 'amqps://mq.internal/orders')
     assert.equal(loadConfig({ AUTH_RATE_LIMIT: '5', LOGIN_FAILURE_LIMIT: '3' }).loginFailureLimit, 3)
+  })
+
+  it('reads the webhook settings: timeout 1s–60s, a schedule of 1–20 steps, private hosts off by default', () => {
+    const defaults = loadConfig({})
+    assert.equal(defaults.webhookTimeoutMs, 10_000)
+    assert.deepEqual(defaults.webhookRetrySchedule, [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000])
+    assert.equal(defaults.webhookAllowPrivate, false)
+    assert.equal(loadConfig({ WEBHOOK_TIMEOUT: '1s' }).webhookTimeoutMs, 1000)
+    assert.equal(loadConfig({ WEBHOOK_TIMEOUT: '60s' }).webhookTimeoutMs, 60_000)
+    assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '100ms, 200ms' }).webhookRetrySchedule, [100, 200])
+    assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(20).fill('1s').join(',') }).webhookRetrySchedule.length, 20)
+    assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true)
+    for (const [env, message] of [
+      [{ WEBHOOK_TIMEOUT: '500ms' }, /^Invalid WEBHOOK_TIMEOUT="500ms": expected a duration from 1s to 60s$/],
+      [{ WEBHOOK_TIMEOUT: '61s' }, /^Invalid WEBHOOK_TIMEOUT="61s": expected a positive duration up to 60s/],
+      [{ WEBHOOK_TIMEOUT: '10' }, /^Invalid WEBHOOK_TIMEOUT="10"/],
+      [{ WEBHOOK_RETRY_SCHEDULE: '' }, undefined],
+      [{ WEBHOOK_RETRY_SCHEDULE: '5s,,5m' }, /^Invalid WEBHOOK_RETRY_SCHEDULE="5s,,5m": expected 1 to 20 comma-separated positive durations up to 7d/],
+      [{ WEBHOOK_RETRY_SCHEDULE: '0s' }, /^Invalid WEBHOOK_RETRY_SCHEDULE="0s"/],
+      [{ WEBHOOK_RETRY_SCHEDULE: '8d' }, /^Invalid WEBHOOK_RETRY_SCHEDULE="8d"/],
+      [{ WEBHOOK_RETRY_SCHEDULE: Array(21).fill('1s').join(',') }, /^Invalid WEBHOOK_RETRY_SCHEDULE=/],
+      [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, /^Invalid WEBHOOK_ALLOW_PRIVATE="yes": expected one of true, false$/],
+      [{ EVENT_RETENTION: '1h', WEBHOOK_RETRY_SCHEDULE: '30m,31m' }, /^EVENT_RETENTION=1h is shorter than WEBHOOK_RETRY_SCHEDULE's total length \(3660s\)/],
+    ] as Array<[Record<string, string>, RegExp | undefined]>) {
+      if (message === undefined) assert.doesNotThrow(() => loadConfig(env))
+      else assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && message.test(error.message), JSON.stringify(env))
+    }
   })
 
   it('reads WORKERS: a count up to 64, or auto for one per CPU; more than 1 needs DATABASE_URL', () => {

@@ -229,6 +229,9 @@ const TITLES: Record<string, [number, string]> = {
   TOO_MANY_REQUESTS: [429, 'Too Many Requests'],
   INTERNAL_ERROR: [500, 'Internal Server Error'],
   SERVICE_UNAVAILABLE: [503, 'Service Unavailable'],
+  WEBHOOK_ENDPOINT_NOT_FOUND: [404, 'Webhook Endpoint Not Found'],
+  WEBHOOK_DELIVERY_NOT_FOUND: [404, 'Webhook Delivery Not Found'],
+  WEBHOOK_ENDPOINT_DISABLED: [409, 'Webhook Endpoint Disabled'],
 }
 
 /**

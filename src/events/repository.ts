@@ -39,10 +39,11 @@ export function findEvent (db: Db, id: string): Promise<EventRow | undefined> {
     .executeTakeFirst()
 }
 
-/** Deletes events older than the retention; returns how many. */
+/** Deletes events older than the retention, except those with a webhook delivery still PENDING; returns how many. */
 export async function purgeOldEvents (db: Db, retentionMs: number): Promise<number> {
   const result = await db.deleteFrom('events')
     .where('created_at', '<', sql<Date>`now() - ${retentionMs} * interval '1 millisecond'`)
+    .where(sql<boolean>`not exists (select 1 from webhook_deliveries d where d.event_id = events.id and d.status = 'PENDING')`)
     .executeTakeFirst()
   return Number(result.numDeletedRows)
 }

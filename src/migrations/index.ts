@@ -5,6 +5,7 @@ import * as catalogPayments from './2026-11-23-01-catalog-payments.js'
 import * as reservations from './2026-11-24-01-reservations.js'
 import * as events from './2026-11-24-02-events.js'
 import * as webhooks from './2026-11-24-03-webhooks.js'
+import * as webhookDispatch from './2026-11-24-04-webhook-dispatch.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-01-reservations': reservations,
   '2026-11-24-02-events': events,
   '2026-11-24-03-webhooks': webhooks,
+  '2026-11-24-04-webhook-dispatch': webhookDispatch,
 }

@@ -125,6 +125,23 @@ export async function meteredCharge<T extends { approved: boolean }> (charge: ()
   return result
 }
 
+/** Webhook attempts, by outcome: success (a 2xx in time) or failure (anything else). */
+export const webhookDeliveries = new Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Webhook delivery attempts, by outcome (success, failure)',
+  labelNames: ['outcome'],
+  registers: [registry],
+})
+for (const outcome of ['success', 'failure']) webhookDeliveries.inc({ outcome }, 0)
+
+/** How long webhook receivers took to answer (or to fail). */
+export const webhookDeliverySeconds = new Histogram({
+  name: 'webhook_delivery_seconds',
+  help: 'Duration of webhook delivery attempts',
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  registers: [registry],
+})
+
 // Pool gauges: read from the pools of the databases of the apps currently registered.
 const pools = new Map<DatabaseHandle, number>()
 const POOL_STATES = [
@@ -148,6 +165,23 @@ for (const [name, help, read] of POOL_STATES) {
     },
   }))
 }
+
+// PENDING webhook deliveries, counted on scrape in the databases of the apps registered.
+registry.registerMetric(new Gauge({
+  name: 'events_undelivered',
+  help: 'Webhook deliveries not yet made (PENDING)',
+  registers: [],
+  async collect () {
+    const databases = new Set([...pools.keys()].map(handle => handle.db))
+    let total = 0
+    for (const db of databases) {
+      const row = await db.selectFrom('webhook_deliveries').where('status', '=', 'PENDING')
+        .select(eb => eb.fn.countAll<string>().as('n')).executeTakeFirst().catch(() => undefined)
+      total += Number(row?.n ?? 0)
+    }
+    this.set(total)
+  },
+}))
 
 // ---- HTTP timing ----
 

@@ -82,6 +82,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'payments', description: 'Paying for confirmed orders, and refunds' },
         { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
         { name: 'events', description: 'Every announced change of an order or its payment, as committed: the event feed (ADMIN role)' },
+        { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role)' },
         { name: 'operations', description: 'Service health' },
       ],
       components: {

@@ -33,6 +33,8 @@ export interface WebhookDeliveriesTable {
   last_attempt_at: Date | null
   last_response_status: number | null
   last_error: string | null
+  /** `attempts` when the current retry schedule began (a manual retry starts a fresh one). */
+  schedule_start: Generated<number>
   /** A dispatcher's claim on the delivery; lapses at this time if that instance died. */
   claimed_until: Date | null
   created_at: Generated<Date>

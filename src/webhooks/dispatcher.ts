@@ -1,0 +1,300 @@
+import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
+import type { FastifyBaseLogger } from 'fastify'
+import pg from 'pg'
+import { Agent, request } from 'undici'
+import type { Config } from '../config.js'
+import type { Db } from '../db/schema.js'
+import { Event } from '../events/schemas.js'
+import { toEvent } from '../events/service.js'
+import { webhookDeliveries, webhookDeliverySeconds } from '../ops/metrics.js'
+import { guardedLookup, hostOf, isPublicAddress } from './addresses.js'
+import { claimDueDeliveries, recordAttempt, releaseClaim, updateEndpoint, type AttemptOutcome, type ClaimedDelivery } from './repository.js'
+import { signatureHeader } from './signing.js'
+
+/*
+ * The webhook dispatcher (CONTRACT §12): claims due deliveries, POSTs each event, records the outcome.
+ * Woken in-process after each change (`wake`), by LISTEN webhook_deliveries across instances
+ * (PostgreSQL; a trigger notifies on commit), and by a slow poll as the fallback.
+ */
+
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const USER_AGENT = `order-service/${VERSION}`
+/** Attempts in flight at once per instance. */
+const MAX_IN_FLIGHT = 32
+/** Of a receiver's answer, this much is read; this much of an error is kept. */
+const MAX_ANSWER_BYTES = 4096
+const MAX_ERROR_CHARS = 200
+const CHANNEL = 'webhook_deliveries'
+
+export interface Dispatcher {
+  /** Look for due deliveries now (a change has just committed). */
+  wake (): void
+  /** Stops claiming; in-flight attempts are aborted and their claims given back. */
+  close (): Promise<void>
+}
+
+export interface DispatcherOptions {
+  db: Db
+  config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetrySchedule' | 'webhookAllowPrivate'>
+  log: FastifyBaseLogger
+  /** PostgreSQL to LISTEN on for deliveries written by other instances; none for PGlite. */
+  listenUrl?: string | undefined
+  /** The fallback poll (default 1 s). */
+  pollMs?: number
+}
+
+/** The delay before the attempt after `failures` failed ones on the current schedule, or undefined when it is used up. */
+export function retryDelay (schedule: readonly number[], failures: number, retryAfterMs: number | undefined, random = Math.random): number | undefined {
+  const step = schedule[failures - 1]
+  if (step === undefined) return undefined
+  const base = retryAfterMs !== undefined ? Math.min(retryAfterMs, step) : step
+  return Math.round(base * (1 + random() * 0.1))
+}
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date. */
+function parseRetryAfter (value: string | string[] | undefined): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value
+  if (text === undefined) return undefined
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000
+  const date = Date.parse(text)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+/** Control characters (Unicode Cc) of a receiver's answer become spaces in `lastError`. */
+// eslint-disable-next-line no-control-regex -- control characters are what is matched
+const CONTROL = /[\u0000-\u001F\u007F-\u009F]+/g
+const clip = (text: string) => text.replace(CONTROL, ' ').trim().slice(0, MAX_ERROR_CHARS)
+
+interface SchemaNode { properties?: Record<string, SchemaNode>, items?: SchemaNode, anyOf?: SchemaNode[] }
+
+/**
+ * `value` with its object keys in the order of `schema`'s properties: the body is then byte for
+ * byte what the feed answers for the event (the snapshot's JSON keeps the database's key order).
+ */
+function inSchemaOrder (schema: SchemaNode, value: unknown): unknown {
+  if (Array.isArray(value)) return schema.items ? value.map(item => inSchemaOrder(schema.items!, item)) : value
+  if (value === null || typeof value !== 'object') return value
+  const branch = schema.properties ? schema : schema.anyOf?.find(option => option.properties)
+  if (!branch?.properties) return value
+  const source = value as Record<string, unknown>
+  const ordered: Record<string, unknown> = {}
+  for (const [key, sub] of Object.entries(branch.properties)) if (key in source) ordered[key] = inSchemaOrder(sub, source[key])
+  for (const key of Object.keys(source)) if (!(key in ordered)) ordered[key] = source[key]
+  return ordered
+}
+
+export function startDispatcher (options: DispatcherOptions): Dispatcher {
+  const { db, config, log } = options
+  const timeoutMs = config.webhookTimeoutMs
+  const claimMs = timeoutMs + 30_000
+  const agents = new Map<string, Agent>()
+  const inFlight = new Set<Promise<void>>()
+  const stopping = new AbortController()
+  let stopped = false
+  let pumping = false
+  let again = false
+  let soonest: NodeJS.Timeout | undefined
+  let soonestAt = Infinity
+
+  /** One connection pool per endpoint origin, resolving through the address guard. */
+  function agentFor (origin: string): Agent {
+    let agent = agents.get(origin)
+    if (!agent) {
+      agent = new Agent({
+        connect: { timeout: timeoutMs, ...(config.webhookAllowPrivate ? {} : { lookup: guardedLookup }) },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        keepAliveTimeout: 4_000,
+      })
+      agents.set(origin, agent)
+    }
+    return agent
+  }
+
+  /** Wakes the pump again at `at` (epoch ms) when that is sooner than the poll. */
+  function wakeAt (at: number): void {
+    if (stopped || at >= soonestAt) return
+    if (soonest) clearTimeout(soonest)
+    soonestAt = at
+    soonest = setTimeout(() => { soonestAt = Infinity; soonest = undefined; wake() }, Math.max(0, at - Date.now()))
+    soonest.unref()
+  }
+
+  async function send (delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+    const body = JSON.stringify(inSchemaOrder(Event as SchemaNode, toEvent({
+      id: delivery.event_id,
+      tx: '0',
+      type: delivery.event_type,
+      order_id: delivery.order_id,
+      sequence: delivery.sequence,
+      snapshot: delivery.snapshot,
+      created_at: delivery.event_created_at,
+    })))
+    const id = String(delivery.event_id)
+    const timestamp = Math.floor(Date.now() / 1000)
+    const secrets = [delivery.secret]
+    if (delivery.previous_secret && delivery.previous_secret_expires_at && delivery.previous_secret_expires_at.getTime() > Date.now()) {
+      secrets.push(delivery.previous_secret)
+    }
+    const url = new URL(delivery.url)
+    const host = hostOf(url)
+    if (!config.webhookAllowPrivate && (url.protocol !== 'https:' || (isIP(host) && !isPublicAddress(host)))) {
+      return { status: 'PENDING', responseStatus: null, error: `refused: ${host} is not a public https host` }
+    }
+    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal])
+    const started = process.hrtime.bigint()
+    try {
+      const answer = await request(url, {
+        method: 'POST',
+        dispatcher: agentFor(url.origin),
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': USER_AGENT,
+          'webhook-id': id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signatureHeader(secrets, id, timestamp, body),
+        },
+        body,
+        signal,
+        maxRedirections: 0,
+      })
+      // At most 4 KiB of the answer is read; the rest is dropped with the connection.
+      const chunks: Buffer[] = []
+      let size = 0
+      for await (const chunk of answer.body) {
+        chunks.push(chunk as Buffer)
+        size += (chunk as Buffer).length
+        if (size >= MAX_ANSWER_BYTES) {
+          answer.body.destroy()
+          break
+        }
+      }
+      const status = answer.statusCode
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9
+      webhookDeliverySeconds.observe(seconds)
+      if (status >= 200 && status < 300) return { status: 'SUCCEEDED', responseStatus: status, error: null }
+      const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8')
+      const error = clip(`HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}${text ? `: ${text}` : ''}`)
+      const retryAfter = status === 429 || status === 503 ? parseRetryAfter(answer.headers['retry-after']) : undefined
+      return { status: status === 410 ? 'FAILED' : 'PENDING', responseStatus: status, error, ...(retryAfter !== undefined ? { retryInMs: retryAfter } : {}) }
+    } catch (error) {
+      webhookDeliverySeconds.observe(Number(process.hrtime.bigint() - started) / 1e9)
+      if (stopping.signal.aborted) throw error
+      const err = error as Error & { code?: string, cause?: Error & { code?: string } }
+      const timedOut = err.name === 'TimeoutError' || err.name === 'AbortError' || /timeout/i.test(err.code ?? '')
+      const message = timedOut ? `no answer within ${timeoutMs} ms` : `${err.code ?? err.cause?.code ?? err.name}: ${err.message}`
+      return { status: 'PENDING', responseStatus: null, error: clip(message) }
+    }
+  }
+
+  async function attempt (delivery: ClaimedDelivery): Promise<void> {
+    let outcome: AttemptOutcome
+    try {
+      outcome = await send(delivery)
+    } catch (error) {
+      // Stopping: the attempt is abandoned, and its claim given back for another instance.
+      await releaseClaim(db, delivery).catch(() => {})
+      return
+    }
+    webhookDeliveries.inc({ outcome: outcome.status === 'SUCCEEDED' ? 'success' : 'failure' })
+    if (outcome.status === 'PENDING') {
+      const failures = delivery.attempts + 1 - delivery.schedule_start
+      const delay = retryDelay(config.webhookRetrySchedule, failures, outcome.retryInMs)
+      outcome = delay === undefined
+        ? { ...outcome, status: 'FAILED', error: clip(`retries exhausted; last: ${outcome.error ?? ''}`) }
+        : { ...outcome, retryInMs: delay }
+    }
+    await recordAttempt(db, delivery, outcome)
+    // Due at the database's now() + delay, taken while recording: wake just after that.
+    if (outcome.status === 'PENDING' && outcome.retryInMs !== undefined) wakeAt(Date.now() + outcome.retryInMs + 10)
+    if (outcome.responseStatus === 410) {
+      await updateEndpoint(db, delivery.endpoint_id, { status: 'DISABLED' }, 'endpoint answered 410 Gone and was disabled')
+      log.warn({ endpointId: delivery.endpoint_id }, 'webhook endpoint answered 410 Gone: disabled')
+    }
+  }
+
+  async function pump (): Promise<void> {
+    if (stopped) return
+    if (pumping) {
+      again = true
+      return
+    }
+    pumping = true
+    try {
+      do {
+        again = false
+        const room = MAX_IN_FLIGHT - inFlight.size
+        if (room <= 0) break
+        const claimed = await claimDueDeliveries(db, room, claimMs)
+        if (stopped) {
+          await Promise.allSettled(claimed.map(delivery => releaseClaim(db, delivery)))
+          break
+        }
+        for (const delivery of claimed) {
+          const running: Promise<void> = attempt(delivery)
+            .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
+            .finally(() => {
+              inFlight.delete(running)
+              wake()
+            })
+          inFlight.add(running)
+        }
+        if (claimed.length === room) again = true
+      } while (again && !isStopped())
+    } catch (error) {
+      if (!stopped) log.warn({ err: error }, 'claiming webhook deliveries failed')
+    } finally {
+      pumping = false
+    }
+  }
+
+  function wake (): void {
+    if (!stopped) pump().catch(() => {})
+  }
+  const isStopped = () => stopped
+
+  const poll = setInterval(wake, options.pollMs ?? 1000)
+  poll.unref()
+
+  // Other instances' deliveries: PostgreSQL notifies on commit (migration 2026-11-24-04).
+  let listener: pg.Client | undefined
+  let relisten: NodeJS.Timeout | undefined
+  async function listen (): Promise<void> {
+    if (stopped || !options.listenUrl) return
+    const client = new pg.Client({ connectionString: options.listenUrl, application_name: 'order-service webhooks' })
+    client.on('notification', () => wake())
+    client.on('error', (error) => {
+      log.warn({ err: error }, 'LISTEN connection for webhooks lost; polling until it is back')
+      client.end().catch(() => {})
+      if (listener === client) listener = undefined
+      if (!stopped) relisten = setTimeout(() => { listen().catch(() => {}) }, 5_000)
+    })
+    try {
+      await client.connect()
+      await client.query(`listen ${CHANNEL}`)
+      listener = client
+      if (stopped) await client.end()
+    } catch (error) {
+      log.warn({ err: error }, 'could not LISTEN for webhook deliveries; polling')
+      client.end().catch(() => {})
+      if (!stopped) relisten = setTimeout(() => { listen().catch(() => {}) }, 5_000)
+    }
+  }
+  listen().catch(() => {})
+  wake()
+
+  return {
+    wake,
+    async close () {
+      stopped = true
+      clearInterval(poll)
+      if (soonest) clearTimeout(soonest)
+      if (relisten) clearTimeout(relisten)
+      stopping.abort()
+      await Promise.allSettled([...inFlight])
+      await listener?.end().catch(() => {})
+      await Promise.allSettled([...agents.values()].map(agent => agent.close()))
+    },
+  }
+}
