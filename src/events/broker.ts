@@ -96,6 +96,8 @@ export function createBrokerSink (options: BrokerSinkOptions): BrokerSink {
   let channel: ConfirmChannel | undefined
   let role: 'publisher' | 'standby' = 'standby'
   let published: FeedPosition | undefined
+  /** Set when a round of publishing read the feed: the backoff then starts again from its shortest wait. */
+  let progressed = false
   let wake = () => {}
 
   /** Waits `ms`, or less when the sink is closed; throws Closed once it is. */
@@ -172,6 +174,7 @@ export function createBrokerSink (options: BrokerSinkOptions): BrokerSink {
     while (!state.closed) {
       const confirm = await connectBroker()
       const rows = await readFeed(conn, { after: position, limit: BATCH })
+      progressed = true
       if (rows.length === 0) {
         await pause(pollMs)
         continue
@@ -216,12 +219,15 @@ export function createBrokerSink (options: BrokerSinkOptions): BrokerSink {
       try {
         // Every instance keeps a connection (its health shows the broker); one of them publishes.
         await connectBroker()
-        failures = 0
+        progressed = false
         const led = await publishAsLeader()
+        failures = 0
         if (!led) await pause(standbyMs)
       } catch (error) {
         if (state.closed || error instanceof Closed) break
-        failures++
+        // Backoff grows while nothing works (the broker or the database down); it starts again once
+        // a round got as far as reading the feed, and each outage is logged once.
+        failures = progressed ? 1 : failures + 1
         // A database failure leaves the broker connection as it is; a broken connection was dropped
         // by its 'close' listener, and is opened again after the backoff.
         if (failures === 1) log.warn({ err: error }, 'publishing events to RabbitMQ failed; retrying with backoff')
