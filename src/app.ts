@@ -5,6 +5,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { createIdentity } from './auth/identity.js'
 import { registerAuthRateLimit } from './auth/limits.js'
 import { authRoutes } from './auth/routes.js'
+import type { OidcOptions } from './auth/oidc-providers.js'
+import { purgeExpiredSignIns } from './auth/oidc-repository.js'
+import { oidcRoutes } from './auth/oidc-routes.js'
 import { purgeExpiredSessions } from './auth/service.js'
 import { adminProductRoutes } from './catalog/admin-routes.js'
 import { productRoutes } from './catalog/routes.js'
@@ -59,6 +62,8 @@ export interface BuildOptions {
   reservationSweepMs?: number
   /** Timings of the RabbitMQ sink when AMQP_URL is set (src/events/broker.ts); tests shorten them. */
   broker?: { pollMs?: number, retryMinMs?: number, retryMaxMs?: number, standbyMs?: number }
+  /** OpenID sign-in timings (src/auth/oidc-providers.ts); tests shorten the key-set cooldown. */
+  oidc?: OidcOptions
 }
 
 /** Credentials never reach the logs, whatever a serializer or a log call includes (top level or one deep). */
@@ -210,6 +215,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(docsRoutes)
   await app.register(memberRoutes, { identity })
   await app.register(authRoutes, { identity })
+  await app.register(oidcRoutes, { identity, options: options.oidc })
   const paymentProvider = options.paymentProvider ?? simulatedProvider()
   await app.register(productRoutes)
   await app.register(adminProductRoutes)
@@ -226,6 +232,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ['idempotency keys', purgeExpiredKeys],
     ['refresh tokens and sessions', purgeExpiredSessions],
     ['mailed tokens', purgeExpiredMemberTokens],
+    ['sign-in flows and login codes', purgeExpiredSignIns],
     ['events', db => purgeOldEvents(db, config.eventRetentionMs)],
   ]
   const purge = setInterval(() => {

@@ -2,9 +2,13 @@ import { Type, type Static } from 'typebox'
 import { Id, PathId, PlainName, Timestamp } from '../http/schemas.js'
 import { Email, Password } from '../members/schemas.js'
 
+/** Two shapes on one path: `{email, password}`, or `{loginCode}` from an OpenID sign-in (CONTRACT §13). */
 export const LoginBody = Type.Object({
-  email: Email,
-  password: Type.String({ minLength: 1, maxLength: 128 }),
+  email: Type.Optional(Email),
+  password: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  loginCode: Type.Optional(Type.String({
+    minLength: 1, maxLength: 200, description: 'The one-time code (60 s) an OpenID sign-in added to its redirect_uri; send it alone',
+  })),
 }, { additionalProperties: false })
 export type LoginBody = Static<typeof LoginBody>
 
@@ -22,8 +26,9 @@ export const TokenPair = Type.Object({
 })
 export type TokenPair = Static<typeof TokenPair>
 
+/** `currentPassword` may be left out only while the member has no password (signed up through an OpenID provider). */
 export const ChangePasswordBody = Type.Object({
-  currentPassword: Type.String({ minLength: 1, maxLength: 128 }),
+  currentPassword: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
   newPassword: Password,
 }, { additionalProperties: false })
 export type ChangePasswordBody = Static<typeof ChangePasswordBody>

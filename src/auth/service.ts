@@ -16,6 +16,7 @@ import {
   countActiveApiKeys, deleteExpiredRefreshTokens, deleteSessionsWithoutRefreshTokens, findApiKeys, insertApiKey, insertRefreshToken,
   insertSession, isSessionLive, lockRefreshToken, markApiKeyRevoked, revokeApiKeysOfMember, revokeSessions, spendRefreshToken,
 } from './repository.js'
+import { spendLoginCode } from './oidc-repository.js'
 import type { ApiKey, ChangePasswordBody, CreatedApiKey, LoginBody, PasswordResetBody, TokenPair } from './schemas.js'
 import type { ApiKeyRow } from './table.js'
 
@@ -62,6 +63,27 @@ function assertMayLogIn (member: MemberRow): void {
  * spent the answer is 429, even with the right password.
  */
 export async function login (db: Db, deps: AuthDeps, body: LoginBody, clientAddress: string): Promise<TokenPair> {
+  if (body.loginCode !== undefined) {
+    if (body.email !== undefined || body.password !== undefined) {
+      throw bodyInvalid([{ field: 'loginCode', message: 'send either {loginCode} or {email, password}, not both' }])
+    }
+    return redeemLoginCode(db, deps, body.loginCode)
+  }
+  if (body.email === undefined || body.password === undefined) {
+    throw bodyInvalid([
+      ...(body.email === undefined ? [{ field: 'email', message: 'is required' }] : []),
+      ...(body.password === undefined ? [{ field: 'password', message: 'is required' }] : []),
+    ])
+  }
+  return loginWithPassword(db, deps, { email: body.email, password: body.password }, clientAddress)
+}
+
+/** A 400 about the body's shape, worded as the schema validation words it (the rule relates two fields, so it is checked here). */
+function bodyInvalid (invalidParams: Array<{ field: string, message: string }>): ApiError {
+  return new ApiError('VALIDATION_FAILED', 'The request body has invalid parameters.', { invalidParams })
+}
+
+async function loginWithPassword (db: Db, deps: AuthDeps, body: { email: string, password: string }, clientAddress: string): Promise<TokenPair> {
   const email = body.email.trim()
   await deps.loginFailures.begin(email, clientAddress)
   const member = await findMemberByEmail(db, email)
@@ -82,6 +104,28 @@ export async function login (db: Db, deps: AuthDeps, body: LoginBody, clientAddr
     return { member: current, sessionId, refreshToken: await issueRefreshToken(trx, sessionId) }
   })
   return tokenPair(deps, session.member, session.sessionId, session.refreshToken)
+}
+
+/**
+ * Opens a session for a member another way has proven (an OpenID sign-in): under a share lock on the
+ * member, as a password login does, so that a suspension committing meanwhile is seen.
+ */
+export async function openSession (db: Db, deps: Pick<AuthDeps, 'tokens'>, memberId: number): Promise<TokenPair> {
+  const session = await db.transaction().execute(async (trx) => {
+    const current = await shareLockMember(trx, memberId)
+    assertMayLogIn(current)
+    const sessionId = randomUUID()
+    await insertSession(trx, sessionId, current.id)
+    return { member: current, sessionId, refreshToken: await issueRefreshToken(trx, sessionId) }
+  })
+  return tokenPair(deps, session.member, session.sessionId, session.refreshToken)
+}
+
+/** Trades a one-time login code (from an OpenID sign-in's redirect) for a session; a bad code is a 401 like a wrong password. */
+async function redeemLoginCode (db: Db, deps: AuthDeps, code: string): Promise<TokenPair> {
+  const memberId = await spendLoginCode(db, tokenHash(code))
+  if (memberId === undefined) throw unauthorized('The login code is invalid, expired or already used.', false)
+  return openSession(db, deps, memberId)
 }
 
 type Rotation =
@@ -132,9 +176,14 @@ export async function changePassword (
   const member = await findMemberById(db, principal.memberId)
   if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
   assertPasswordAllowed('newPassword', body.newPassword, member.email)
-  await deps.loginFailures.begin(member.email, clientAddress)
-  if (!(await verifyPassword(member.password_hash, body.currentPassword))) throw invalidParam('currentPassword', NOT_CURRENT)
-  await deps.loginFailures.succeeded(member.email, clientAddress)
+  // A member without a password (signed up through an OpenID provider) sets a first one without
+  // currentPassword; everyone else proves the current one (CONTRACT §14).
+  if (member.password_hash !== null) {
+    if (body.currentPassword === undefined) throw bodyInvalid([{ field: 'currentPassword', message: 'is required' }])
+    await deps.loginFailures.begin(member.email, clientAddress)
+    if (!(await verifyPassword(member.password_hash, body.currentPassword))) throw invalidParam('currentPassword', NOT_CURRENT)
+    await deps.loginFailures.succeeded(member.email, clientAddress)
+  }
   const passwordHash = await hashPassword(body.newPassword)
   const revoked = await db.transaction().execute(async (trx) => {
     // The password checked above must still be the member's: a reset that committed meanwhile wins.

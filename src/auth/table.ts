@@ -28,3 +28,22 @@ export interface ApiKeysTable {
 
 export type SessionRow = Selectable<SessionsTable>
 export type ApiKeyRow = Selectable<ApiKeysTable>
+
+/** An OpenID sign-in under way (auth/oidc-service.ts). */
+export interface OidcFlowsTable {
+  state_hash: string
+  registration_id: string
+  code_verifier: string
+  nonce: string
+  redirect_uri: string | null
+  client_state: string | null
+  expires_at: Date
+}
+
+export type OidcFlowRow = Selectable<OidcFlowsTable>
+
+export interface OidcLoginCodesTable {
+  code_hash: string
+  member_id: number
+  expires_at: Date
+}

@@ -1,9 +1,9 @@
 import type { Kysely, Transaction } from 'kysely'
-import type { ApiKeysTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
+import type { ApiKeysTable, OidcFlowsTable, OidcLoginCodesTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
 import type { CategoriesTable, ProductsTable } from '../catalog/table.js'
 import type { EventsTable } from '../events/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
-import type { MemberTokensTable, MembersTable } from '../members/table.js'
+import type { MemberIdentitiesTable, MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
 import type { PaymentRefundsTable, PaymentsTable } from '../payments/table.js'
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../webhooks/table.js'
@@ -27,6 +27,9 @@ export interface Database {
   events: EventsTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
+  member_identities: MemberIdentitiesTable
+  oidc_flows: OidcFlowsTable
+  oidc_login_codes: OidcLoginCodesTable
 }
 
 export type Db = Kysely<Database>

@@ -7,8 +7,9 @@ export function hashPassword (password: string): Promise<string> {
   return hash(password)
 }
 
-export function verifyPassword (passwordHash: string, password: string): Promise<boolean> {
-  return verify(passwordHash, password)
+/** A member without a password (null) matches nothing, after the same work as a real check. */
+export function verifyPassword (passwordHash: string | null, password: string): Promise<boolean> {
+  return passwordHash === null ? verifyAgainstNothing(password) : verify(passwordHash, password)
 }
 
 let dummyHash: Promise<string> | undefined

@@ -37,10 +37,16 @@ export async function lockActiveAdminIds (trx: Tx): Promise<number[]> {
 /** Inserts a member; `undefined` when the email is already registered. */
 export function insertMember (
   db: Db,
-  member: { email: string, passwordHash: string, name: string, role?: Role }
+  member: { email: string, passwordHash: string | null, name: string, role?: Role, emailVerified?: boolean }
 ): Promise<MemberRow | undefined> {
   return db.insertInto('members')
-    .values({ email: member.email, password_hash: member.passwordHash, name: member.name, role: member.role ?? 'USER' })
+    .values({
+      email: member.email,
+      password_hash: member.passwordHash,
+      name: member.name,
+      role: member.role ?? 'USER',
+      ...(member.emailVerified !== undefined && { email_verified: member.emailVerified }),
+    })
     .onConflict(oc => oc.expression(sql`lower(email)`).doNothing())
     .returningAll()
     .executeTakeFirst()
@@ -109,6 +115,40 @@ export async function pageMembers (
     matching.select(eb => eb.fn.countAll<string>().as('total')).executeTakeFirstOrThrow(),
   ])
   return { rows, total: Number(count.total) }
+}
+
+// Provider accounts linked to members (OpenID sign-in, CONTRACT §13)
+
+/** The member linked to a provider account, if any. */
+export function findMemberByIdentity (db: Db, issuer: string, subject: string): Promise<MemberRow | undefined> {
+  return db.selectFrom('member_identities').innerJoin('members', 'members.id', 'member_identities.member_id')
+    .selectAll('members').where('issuer', '=', issuer).where('subject', '=', subject).executeTakeFirst()
+}
+
+/** Links a provider account to a member; false when the account is already linked (to anyone). */
+export async function insertIdentity (
+  trx: Tx, identity: { issuer: string, subject: string, registrationId: string, memberId: number }
+): Promise<boolean> {
+  const row = await trx.insertInto('member_identities').values({
+    issuer: identity.issuer, subject: identity.subject, registration_id: identity.registrationId, member_id: identity.memberId,
+  }).onConflict(oc => oc.columns(['issuer', 'subject']).doNothing()).returning('member_id').executeTakeFirst()
+  return row !== undefined
+}
+
+/** The registration ids through which a member has signed in, in the order they were linked. */
+export async function findIdentityProviders (db: Db, memberId: number): Promise<string[]> {
+  const rows = await db.selectFrom('member_identities').select('registration_id')
+    .where('member_id', '=', memberId).orderBy('created_at').orderBy('registration_id').execute()
+  return [...new Set(rows.map(row => row.registration_id))]
+}
+
+/**
+ * The address owner takes an unverified account back (CONTRACT §14): its password goes and the address
+ * counts as proven. The caller revokes the sessions and API keys in the same transaction.
+ */
+export async function claimUnverifiedMember (trx: Tx, id: number): Promise<MemberRow> {
+  return trx.updateTable('members').set({ password_hash: null, email_verified: true, updated_at: sql<Date>`now()` })
+    .where('id', '=', id).returningAll().executeTakeFirstOrThrow()
 }
 
 // Mailed one-time tokens (member-tokens.ts says how they are issued and spent).

@@ -3,8 +3,8 @@ import { Type } from 'typebox'
 import { principalOf } from '../http/access.js'
 import { Envelope, IdParams, ok } from '../http/schemas.js'
 import type { Mailer } from '../mail/mailer.js'
-import { Member, RegisterBody, UpdateMemberBody, VerifyEmailBody } from './schemas.js'
-import { getMember, registerMember, updateMember, verifyEmail, type MailDeps } from './service.js'
+import { Member, MyAccount, RegisterBody, UpdateMemberBody, VerifyEmailBody } from './schemas.js'
+import { getMember, getMyAccount, registerMember, updateMember, verifyEmail, type MailDeps } from './service.js'
 
 /**
  * Accounts: registration, the member's own record, email verification. Password change and reset and
@@ -31,8 +31,8 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: { mailer: Maile
 
   app.get('/api/v1/members/me', {
     config: { access: 'member' },
-    schema: { tags, operationId: 'getMyAccount', summary: 'The caller’s own account', description: 'The account of whoever the credential belongs to.', response: { 200: Envelope(Member) } },
-  }, async (request) => ok(await getMember(app.db, principalOf(request), principalOf(request).memberId)))
+    schema: { tags, operationId: 'getMyAccount', summary: 'The caller’s own account', description: 'The account of whoever the credential belongs to, with the registration ids of the OpenID providers linked to it.', response: { 200: Envelope(MyAccount) } },
+  }, async (request) => ok(await getMyAccount(app.db, principalOf(request))))
 
   app.get('/api/v1/members/:id', {
     config: { access: 'owner' },

@@ -40,6 +40,13 @@ export const Member = Type.Object({
 })
 export type Member = Static<typeof Member>
 
+/** The caller's own account: the member, and the OpenID providers they have signed in through (CONTRACT §13). */
+export const MyAccount = Type.Object({
+  ...Member.properties,
+  identityProviders: Type.Array(Type.String(), { description: 'Registration ids of the OpenID providers linked to this account (GET /oauth2/authorization/{id})' }),
+})
+export type MyAccount = Static<typeof MyAccount>
+
 export const UpdateMemberBody = Type.Object({
   name: Type.Optional(Name),
 }, { additionalProperties: false })

@@ -9,11 +9,11 @@ import { passwordResetMail, verificationMail } from './mails.js'
 import { consumeMemberToken, issueMemberToken } from './member-tokens.js'
 import { assertPasswordAllowed, hashPassword } from './passwords.js'
 import {
-  findMemberByEmail, findMemberById, insertMember, lockActiveAdminIds, lockMember, markEmailVerified, pageMembers,
+  findIdentityProviders, findMemberByEmail, findMemberById, insertMember, lockActiveAdminIds, lockMember, markEmailVerified, pageMembers,
   updateMemberRow,
 } from './repository.js'
 import {
-  MEMBER_SORT, type AdminMemberSearchQuery, type AdminUpdateMemberBody, type Member, type RegisterBody, type UpdateMemberBody,
+  MEMBER_SORT, type AdminMemberSearchQuery, type AdminUpdateMemberBody, type Member, type MyAccount, type RegisterBody, type UpdateMemberBody,
 } from './schemas.js'
 import type { MemberRow } from './table.js'
 
@@ -73,6 +73,12 @@ export async function getMember (db: Db, principal: Principal, id: string | numb
   const row = await findMemberById(db, id)
   if (!row) throw new ApiError('MEMBER_NOT_FOUND', `Member ${id} does not exist.`)
   return toMember(row)
+}
+
+/** The caller's own account, with the OpenID providers linked to it. */
+export async function getMyAccount (db: Db, principal: Principal): Promise<MyAccount> {
+  const member = await getMember(db, principal, principal.memberId)
+  return { ...member, identityProviders: await findIdentityProviders(db, principal.memberId) }
 }
 
 export async function updateMember (db: Db, principal: Principal, id: string, body: UpdateMemberBody): Promise<Member> {

@@ -4,7 +4,8 @@ import type { MemberStatus, Role } from './schemas.js'
 export interface MembersTable {
   id: Generated<number>
   email: string
-  password_hash: string
+  /** null: no password (signed up through an OpenID provider); password login fails until a reset sets one. */
+  password_hash: string | null
   name: string
   role: Generated<Role>
   status: Generated<MemberStatus>
@@ -24,4 +25,13 @@ export interface MemberTokensTable {
   created_at: Generated<Date>
   expires_at: Date
   used_at: Date | null
+}
+
+/** A provider account (issuer, subject) linked to a member (CONTRACT §13). */
+export interface MemberIdentitiesTable {
+  issuer: string
+  subject: string
+  registration_id: string
+  member_id: number
+  created_at: Generated<Date>
 }

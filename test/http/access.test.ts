@@ -29,6 +29,8 @@ const PUBLIC = new Set([
   'get /api/v1/products/{id}',
   'get /api/v1/products/categories',
   'get /api/v1/products/categories/{categoryId}',
+  'get /oauth2/authorization/{id}',
+  'get /login/oauth2/code/{id}',
 ])
 
 // Admin-only operations outside /api/v1/admin/**.

@@ -100,7 +100,7 @@ for (const backend of BACKENDS) {
         ...(await db.selectFrom('api_keys').select('secret_hash as hash').execute()),
       ]
       assert.ok(stored.length >= 6, `only ${stored.length} stored hashes`)
-      for (const row of stored) keep(row.hash)
+      for (const row of stored) if (row.hash !== null) keep(row.hash)
 
       const log = lines.join('')
       // The log did record every request: the test would see a credential if one were logged.

@@ -12,6 +12,8 @@ const OPERATIONS = [
   'post /api/v1/auth/login',
   'post /api/v1/auth/refresh',
   'post /api/v1/auth/logout',
+  'get /oauth2/authorization/{id}',
+  'get /login/oauth2/code/{id}',
   'get /api/v1/members/me',
   'get /api/v1/members/{id}',
   'patch /api/v1/members/{id}',
@@ -111,7 +113,7 @@ describe('GET /v3/api-docs', () => {
       'get /api/v1/health', 'post /api/v1/members', 'post /api/v1/auth/login', 'post /api/v1/auth/refresh',
       'post /api/v1/members/password/reset', 'post /api/v1/members/email/verify', 'get /api/v1/products/{id}',
       'get /api/v1/products', 'get /api/v1/products/search', 'get /api/v1/products/categories',
-      'get /api/v1/products/categories/{categoryId}',
+      'get /api/v1/products/categories/{categoryId}', 'get /oauth2/authorization/{id}', 'get /login/oauth2/code/{id}',
     ]
     for (const operation of OPERATIONS) {
       const [method, path] = operation.split(' ') as [string, string]

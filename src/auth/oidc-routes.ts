@@ -1,0 +1,79 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Envelope, ok } from '../http/schemas.js'
+import type { Identity } from './identity.js'
+import { OidcProviders, type OidcOptions } from './oidc-providers.js'
+import { CallbackQuery, Redirect, RegistrationParams, StartSignInQuery } from './oidc-schemas.js'
+import { finishSignIn, FlowFailure, startSignIn, withQuery, type OidcDeps } from './oidc-service.js'
+import { TokenPair } from './schemas.js'
+
+/** The answers of the sign-in routes are never cached: they carry tokens, codes or one-time redirects. */
+async function noStore (_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.header('cache-control', 'no-store')
+}
+
+/** A failure once the flow is known: to the flow's redirect_uri with `error=<CODE>`, or the error envelope. */
+function answerFailure (request: FastifyRequest, reply: FastifyReply, failure: FlowFailure): FastifyReply {
+  if (failure.target.redirectUri === null) throw failure.error
+  // Only the messages: the underlying errors may hold claims or the provider's answer (never logged whole).
+  const cause = failure.error.cause instanceof Error ? failure.error.cause : undefined
+  const underlying = cause?.cause instanceof Error ? cause.cause : undefined
+  request.log.info({ code: failure.error.code, reason: failure.error.message, cause: cause?.message, underlying: underlying?.message }, 'OpenID sign-in failed')
+  return reply.redirect(withQuery(failure.target.redirectUri, { error: failure.error.code }), 302)
+}
+
+/** The raw query string of the request (the callback checks the provider's parameters as sent). */
+const rawQuery = (url: string) => url.includes('?') ? url.slice(url.indexOf('?')) : ''
+
+/**
+ * Sign-in with an OpenID Connect provider (CONTRACT §13, §14; docs/identity.md): the start, which
+ * sends the browser to the provider, and the callback the provider sends it back to.
+ */
+export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, options?: OidcOptions }> = async (app, { identity, options }) => {
+  const providers = new OidcProviders(app.config, app.log, options)
+  app.addHook('onReady', async () => providers.warmUp())
+  const deps: OidcDeps = {
+    tokens: identity.tokens, revocations: identity.revocations, providers, redirectAllowlist: app.config.oidcRedirectAllowlist,
+  }
+  const tags = ['auth']
+
+  app.get('/oauth2/authorization/:id', {
+    config: { access: 'public' },
+    onRequest: noStore,
+    schema: {
+      tags,
+      operationId: 'startOidcSignIn',
+      summary: 'Sign in with an OpenID provider: redirects to it',
+      description: 'Answers 302 to the provider (authorization code flow with PKCE S256, state and nonce, scope `openid email profile`); the provider sends the browser back to GET /login/oauth2/code/{id}. The flow is stored for 10 minutes and works once. With redirect_uri (which must start with an OIDC_REDIRECT_ALLOWLIST prefix, compared as a URL: scheme, host and port exactly, path by whole segments; else 400 naming redirect_uri) the sign-in ends with a 302 there carrying login_code (traded at POST /api/v1/auth/login) and the client’s own state. Unknown id: 404. A provider that cannot be reached: 503 with Retry-After. Unknown query parameters are ignored.',
+      params: RegistrationParams,
+      querystring: StartSignInQuery,
+      response: { 302: Redirect },
+    },
+  }, async (request, reply) => {
+    const url = await startSignIn(app.db, deps, request.params.id, request.query)
+    return reply.redirect(url.toString(), 302)
+  })
+
+  app.get('/login/oauth2/code/:id', {
+    config: { access: 'public' },
+    onRequest: noStore,
+    schema: {
+      tags,
+      operationId: 'finishOidcSignIn',
+      summary: 'Where the OpenID provider sends the browser back',
+      description: 'Checks and uses up the state (unknown, used or expired: 400 INVALID_TOKEN), exchanges the code and checks the ID token (signature, iss, aud, exp, nonce; refused, the provider’s error=, or no email: 401). The member is the one linked to the provider account; on first sign-in an existing member with the token’s email is linked only when email_verified is true (else 409 EMAIL_ALREADY_REGISTERED), otherwise a member is created. Suspended: 403. Without a redirect_uri the answer is the login answer (200); with one, a 302 to it with login_code and the client’s state, and any failure after the state is known is a 302 there with error=<CODE>. Answers carry Cache-Control: no-store.',
+      params: RegistrationParams,
+      querystring: CallbackQuery,
+      response: { 200: Envelope(TokenPair), 302: Redirect },
+    },
+  }, async (request, reply) => {
+    try {
+      const result = await finishSignIn(app.db, deps, request.params.id, request.query, rawQuery(request.url))
+      if (result.kind === 'tokens') return ok(result.tokens)
+      return reply.redirect(result.location, 302)
+    } catch (error) {
+      if (error instanceof FlowFailure) return answerFailure(request, reply, error)
+      throw error
+    }
+  })
+}
