@@ -228,11 +228,17 @@ for (const backend of BACKENDS) {
         assert.equal(answer.url.href, `${CLIENT_CB}?error=UNAUTHORIZED`)
       })
 
-      it('refuses an ID token with a wrong nonce, a wrong audience or a foreign signature (401)', async () => {
+      it('refuses an ID token with a wrong nonce, audience or issuer, an expired one, or a foreign signature (401)', async () => {
         const sub = person('mallory')
-        for (const misbehave of [{ claims: { nonce: 'not-the-one' } }, { claims: { aud: 'another-client' } }, { foreignKey: true }]) {
+        const past = Math.floor(Date.now() / 1000) - 3600
+        const cases = [
+          { claims: { nonce: 'not-the-one' } }, { claims: { aud: 'another-client' } }, { claims: { iss: 'http://127.0.0.1:1' } },
+          { claims: { exp: past, iat: past - 60 } }, { foreignKey: true },
+        ]
+        for (const misbehave of cases) {
           op.misbehave = misbehave
           errorOf(await signIn(sub), 401, 'UNAUTHORIZED')
+          assert.equal(await app.db.selectFrom('member_identities').select('subject').executeTakeFirst(), undefined, JSON.stringify(misbehave))
         }
         op.misbehave = undefined
         tokensOf(await signIn(sub))
