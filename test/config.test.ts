@@ -25,6 +25,7 @@ describe('configuration', () => {
       smtpUrl: undefined,
       mailFrom: 'Order service <no-reply@localhost>',
       redisUrl: undefined,
+      amqpUrl: undefined,
       authRateLimit: 60,
       loginFailureLimit: 5,
       trustProxy: false,
@@ -32,6 +33,9 @@ describe('configuration', () => {
       webhookTimeoutMs: 10_000,
       webhookRetrySchedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
       webhookAllowPrivate: false,
+      oidcProviders: [],
+      publicUrl: undefined,
+      oidcRedirectAllowlist: [],
     })
   })
 
