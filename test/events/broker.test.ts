@@ -56,41 +56,59 @@ async function until (check: () => Promise<boolean> | boolean, ms = 10_000, what
 }
 
 /**
- * A queue bound to `order-events` with `#`, collecting what arrives. Exclusive by default; a
- * durable one (`durable`) outlives a broker restart, and `reconnect` consumes from it again.
+ * A fresh durable queue bound to `order-events` with `#`, collecting what arrives: it outlives a
+ * broker restart, and the consumer connects again by itself when its connection is lost. Other test
+ * runs may publish to the same broker at the same time, so only messages about this test's product
+ * (its unique name, `PRODUCT`) are kept.
  */
 class Consumer {
   readonly messages: ConsumeMessage[] = []
+  readonly queue = `order-events-test-${randomBytes(6).toString('hex')}`
   private connection?: ChannelModel
   private channel?: Channel
+  private closed = false
 
-  constructor (readonly queue: string, readonly durable: boolean) {}
-
-  static async open (durable = false): Promise<Consumer> {
-    const consumer = new Consumer(durable ? `order-events-test-${randomBytes(4).toString('hex')}` : '', durable)
-    await consumer.reconnect()
+  static async open (): Promise<Consumer> {
+    const consumer = new Consumer()
+    await consumer.connect()
     return consumer
   }
 
-  async reconnect (): Promise<void> {
-    this.connection = await connect(RABBIT)
-    this.connection.on('error', () => {})
-    this.channel = await this.connection.createChannel()
+  private async connect (): Promise<void> {
+    const connection = await connect(RABBIT)
+    connection.on('error', () => {})
+    connection.on('close', () => { if (!this.closed) this.reconnect().catch(() => {}) })
+    this.connection = connection
+    this.channel = await connection.createChannel()
     this.channel.on('error', () => {})
     await this.channel.assertExchange(EXCHANGE, 'topic', { durable: true })
-    const { queue } = await this.channel.assertQueue(this.queue, this.durable
-      ? { durable: true, exclusive: false, autoDelete: false }
-      : { exclusive: true })
-    ;(this as { queue: string }).queue = queue
-    await this.channel.bindQueue(queue, EXCHANGE, '#')
-    await this.channel.consume(queue, message => { if (message) this.messages.push(message) }, { noAck: true })
+    await this.channel.assertQueue(this.queue, { durable: true, exclusive: false, autoDelete: false })
+    await this.channel.bindQueue(this.queue, EXCHANGE, '#')
+    await this.channel.consume(this.queue, message => {
+      if (message && message.content.toString('utf8').includes(PRODUCT)) this.messages.push(message)
+    }, { noAck: true })
+  }
+
+  /** Connects again, retrying while the broker is away. */
+  async reconnect (): Promise<void> {
+    while (!this.closed) {
+      try {
+        return await this.connect()
+      } catch {
+        await new Promise(resolve => setTimeout(resolve, 250))
+      }
+    }
   }
 
   async close (): Promise<void> {
-    if (this.durable) await this.channel?.deleteQueue(this.queue).catch(() => {})
+    this.closed = true
+    await this.channel?.deleteQueue(this.queue).catch(() => {})
     await this.connection?.close().catch(() => {})
   }
 }
+
+/** The name of every product these tests order, unique to this run. */
+const PRODUCT = `Broker test beans ${randomBytes(6).toString('hex')}`
 
 interface FeedEvent { eventId: number, type: string, timestamp: string, orderId: number, sequence: number }
 
@@ -201,7 +219,7 @@ for (const backend of BACKENDS) {
     it('publishes every event in feed order: routing key = type, message_id = eventId, persistent, JSON body = the event', async () => {
       consumer = await Consumer.open()
       const owner = await api.member('owner')
-      const product = await api.product(admin, { stockQuantity: 100 })
+      const product = await api.product(admin, { stockQuantity: 100, name: PRODUCT })
       await business(api, admin, owner, product.productId)
       const events = await feedOf(api, admin, BUSINESS_EVENTS)
       await until(() => consumer!.messages.length >= events.length, 15_000, `${events.length} messages`)
@@ -220,9 +238,9 @@ for (const backend of BACKENDS) {
     })
 
     it('loses nothing across a broker restart: events committed during the outage are published after it', { skip: noRestart }, async () => {
-      consumer = await Consumer.open(true)
+      consumer = await Consumer.open()
       const owner = await api.member('owner')
-      const product = await api.product(admin, { stockQuantity: 100 })
+      const product = await api.product(admin, { stockQuantity: 100, name: PRODUCT })
       await api.order(owner, [{ productId: product.productId, quantity: 1 }])
       await until(() => consumer!.messages.length >= 1, 10_000, 'the first message')
 
@@ -237,7 +255,6 @@ for (const backend of BACKENDS) {
         await run('rabbitmqctl', ['-q', 'start_app'], { timeout: 60_000 })
       }
       await until(async () => (await brokerComponent(api, admin)).status === 'UP', 15_000, 'broker UP again')
-      await consumer.reconnect()
       const events = await feedOf(api, admin, 1 + BUSINESS_EVENTS)
       await until(() => new Set(consumer!.messages.map(m => m.properties.messageId)).size >= events.length, 15_000, `${events.length} distinct messages`)
       const bodies = bodiesOf(consumer.messages)
@@ -263,7 +280,7 @@ for (const backend of BACKENDS) {
       await resetDatabase(plain.app)
       const admin = await plain.admin()
       const owner = await plain.member('owner')
-      const product = await plain.product(admin, { stockQuantity: 100 })
+      const product = await plain.product(admin, { stockQuantity: 100, name: PRODUCT })
       const before = await plain.order(owner, [{ productId: product.productId, quantity: 1 }])
       // Once the feed shows it, the end of the feed the sink starts from is past it.
       await feedOf(plain, admin, 1)
@@ -318,7 +335,7 @@ for (const backend of BACKENDS) {
     it('shows the broker DOWN to admins, stays ready, and serves API requests', async () => {
       const admin = await api.admin()
       const owner = await api.member('owner')
-      const product = await api.product(admin, { stockQuantity: 10 })
+      const product = await api.product(admin, { stockQuantity: 10, name: PRODUCT })
       const order = await api.order(owner, [{ productId: product.productId, quantity: 1 }])
       const confirm = await api.inject({ method: 'PATCH', url: `/api/v1/orders/${order.orderId}/confirm`, headers: owner.headers })
       assert.equal(confirm.statusCode, 200, confirm.body)
@@ -365,7 +382,7 @@ describe('the RabbitMQ sink with two instances on one PostgreSQL database', {
     await until(async () => (await roles()).sort().join() === 'publisher,standby', 10_000, 'one publisher')
     consumer = await Consumer.open()
     const owner = await apis[0]!.member('owner')
-    const product = await apis[0]!.product(admin, { stockQuantity: 100 })
+    const product = await apis[0]!.product(admin, { stockQuantity: 100, name: PRODUCT })
     await business(apis[0]!, admin, owner, product.productId)
     await business(apis[1]!, admin, owner, product.productId)
     let events = await feedOf(apis[0]!, admin, 2 * BUSINESS_EVENTS)
