@@ -5,8 +5,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { createIdentity } from './auth/identity.js'
 import { registerAuthRateLimit } from './auth/limits.js'
 import { authRoutes } from './auth/routes.js'
-import type { OidcOptions } from './auth/oidc-providers.js'
 import { purgeExpiredSignIns } from './auth/oidc-repository.js'
+import { OidcProviders, type OidcOptions } from './auth/oidc-providers.js'
 import { oidcRoutes } from './auth/oidc-routes.js'
 import { purgeExpiredSessions } from './auth/service.js'
 import { adminProductRoutes } from './catalog/admin-routes.js'
@@ -211,11 +211,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     app.addHook('onReady', async () => broker.start())
     app.addHook('onClose', () => broker.close())
   }
-  await app.register(healthRoutes, { database, identity, broker })
+  const providers = new OidcProviders(config, app.log, options.oidc)
+  await app.register(healthRoutes, { database, identity, broker, providers })
   await app.register(docsRoutes)
   await app.register(memberRoutes, { identity })
   await app.register(authRoutes, { identity })
-  await app.register(oidcRoutes, { identity, options: options.oidc })
+  await app.register(oidcRoutes, { identity, providers })
   const paymentProvider = options.paymentProvider ?? simulatedProvider()
   await app.register(productRoutes)
   await app.register(adminProductRoutes)

@@ -60,6 +60,9 @@ interface Registration {
   /** The discovered configuration; undefined until discovery succeeds (tried again on each use until then). */
   discovered: Promise<client.Configuration> | undefined
   keys: ReturnType<typeof createRemoteJWKSet> | undefined
+  /** What the last discovery did, for admin health: UNKNOWN until one has finished. */
+  reachable: 'UP' | 'DOWN' | 'UNKNOWN'
+  lastError: string | undefined
 }
 
 /**
@@ -74,7 +77,12 @@ export class OidcProviders {
   constructor (config: Config, private readonly log: FastifyBaseLogger, private readonly options: OidcOptions = {}) {
     for (const provider of config.oidcProviders) {
       this.registrations.set(provider.id, {
-        config: provider, redirectUri: config.publicUrl + callbackPath(provider.id), discovered: undefined, keys: undefined,
+        config: provider,
+        redirectUri: config.publicUrl + callbackPath(provider.id),
+        discovered: undefined,
+        keys: undefined,
+        reachable: 'UNKNOWN',
+        lastError: undefined,
       })
     }
   }
@@ -85,6 +93,22 @@ export class OidcProviders {
 
   ids (): string[] {
     return [...this.registrations.keys()]
+  }
+
+  /**
+   * Each provider as admin health shows it (CONTRACT §14: a component, never the instance's status):
+   * UP once discovered, DOWN while its discovery fails (tried again on the next sign-in), UNKNOWN before.
+   */
+  health (): { status: 'UP' | 'DOWN' | 'UNKNOWN', components: Record<string, { status: string, details: Record<string, string> }> } {
+    const components: Record<string, { status: string, details: Record<string, string> }> = {}
+    for (const [id, registration] of this.registrations) {
+      components[id] = {
+        status: registration.reachable,
+        details: { issuer: registration.config.issuer, ...(registration.lastError ? { error: 'The OpenID provider could not be reached.' } : {}) },
+      }
+    }
+    const states = Object.values(components).map(component => component.status)
+    return { status: states.includes('DOWN') ? 'DOWN' : states.includes('UNKNOWN') ? 'UNKNOWN' : 'UP', components }
   }
 
   /** Starts discovery of every provider without waiting; failures are logged and retried on use. */
@@ -110,9 +134,13 @@ export class OidcProviders {
         timeoutDuration: this.options.timeoutMs ?? 10_000,
       })
       this.log.info({ provider: id, issuer }, 'OpenID provider discovered')
+      registration.reachable = 'UP'
+      registration.lastError = undefined
       return configuration
     }, (error: unknown) => {
       registration.discovered = undefined
+      registration.reachable = 'DOWN'
+      registration.lastError = error instanceof Error ? error.message : String(error)
       this.log.warn({ provider: id, issuer, reason: error instanceof Error ? error.message : String(error) }, 'OpenID provider discovery failed; trying again on the next sign-in')
       throw new ProviderUnavailable(id, { cause: error })
     })

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Envelope, ok } from '../http/schemas.js'
 import type { Identity } from './identity.js'
-import { OidcProviders, type OidcOptions } from './oidc-providers.js'
+import type { OidcProviders } from './oidc-providers.js'
 import { CallbackQuery, Redirect, RegistrationParams, StartSignInQuery } from './oidc-schemas.js'
 import { finishSignIn, FlowFailure, startSignIn, withQuery, type OidcDeps } from './oidc-service.js'
 import { TokenPair } from './schemas.js'
@@ -29,8 +29,7 @@ const rawQuery = (url: string) => url.includes('?') ? url.slice(url.indexOf('?')
  * Sign-in with an OpenID Connect provider (CONTRACT §13, §14; docs/identity.md): the start, which
  * sends the browser to the provider, and the callback the provider sends it back to.
  */
-export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, options?: OidcOptions }> = async (app, { identity, options }) => {
-  const providers = new OidcProviders(app.config, app.log, options)
+export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, providers: OidcProviders }> = async (app, { identity, providers }) => {
   app.addHook('onReady', async () => providers.warmUp())
   const deps: OidcDeps = {
     tokens: identity.tokens, revocations: identity.revocations, providers, redirectAllowlist: app.config.oidcRedirectAllowlist,

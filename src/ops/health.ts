@@ -8,6 +8,7 @@ import { COMMIT_ID } from '../config.js'
 import type { Identity } from '../auth/identity.js'
 import type { CounterStore } from '../auth/limits.js'
 import type { DatabaseHandle } from '../db/database.js'
+import type { OidcProviders } from '../auth/oidc-providers.js'
 import type { BrokerSink } from '../events/broker.js'
 import { serviceUnavailable } from '../db/errors.js'
 import { isAdmin } from '../http/access.js'
@@ -134,7 +135,7 @@ function send (reply: FastifyReply, status: number, body: unknown) {
  *   SERVICE_UNAVAILABLE with `Retry-After` (CONTRACT §11 Wire).
  * No query schema: unknown query parameters are ignored here (the rule that rejects them covers `/api` only).
  */
-export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identity: Identity, broker?: BrokerSink }> = async (app, { database, identity, broker }) => {
+export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identity: Identity, broker?: BrokerSink, providers?: OidcProviders }> = async (app, { database, identity, broker, providers }) => {
   const checkRedis = redisCheck(app.config.redisUrl, identity.counters)
   const info = await loadInfo()
 
@@ -142,7 +143,15 @@ export const healthRoutes: FastifyPluginAsync<{ database: DatabaseHandle, identi
     const [db, redisComponent] = await Promise.all([checkDatabase(database), checkRedis?.()])
     const status = db.status
     const body = request.principal && isAdmin(request.principal)
-      ? { status, components: { db, ...(redisComponent ? { redis: redisComponent } : {}), ...(broker ? { broker: broker.health() } : {}) } }
+      ? {
+          status,
+          components: {
+            db,
+            ...(redisComponent ? { redis: redisComponent } : {}),
+            ...(broker ? { broker: broker.health() } : {}),
+            ...(providers && providers.ids().length > 0 ? { oidc: providers.health() } : {}),
+          },
+        }
       : { status }
     return send(reply, status === 'UP' ? 200 : 503, body)
   })

@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
-import { BACKENDS, createTestDatabase, freePort, resetDatabase, testConfig } from '../helper.js'
+import { ADMIN, BACKENDS, createTestDatabase, freePort, resetDatabase, testConfig } from '../helper.js'
 import { Browser, startTestProvider, type TestProvider } from './oidc-provider.js'
 
 const CLIENT_CB = 'http://client.test/cb'
@@ -299,15 +299,28 @@ for (const backend of BACKENDS) {
         tokensOf(await signIn(sub))
       })
 
-      it('unreachable at start-up: 503 with Retry-After meanwhile; the first use after it is back works', async () => {
+      it('unreachable at start-up: 503 with Retry-After meanwhile, DOWN in admin health without making the instance unready; the first use after it is back works', async () => {
+        const login = await fetch(`${base}/api/v1/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) })
+        const admin = { authorization: `Bearer ${((await login.json()) as { data: { accessToken: string } }).data.accessToken}` }
+        const health = async () => {
+          const answer = await fetch(`${base}/actuator/health`, { headers: admin })
+          return { code: answer.status, body: (await answer.json()) as { status: string, components: { oidc: { status: string, components: Record<string, { status: string }> } } } }
+        }
         const res = await fetch(`${base}/oauth2/authorization/late`, { redirect: 'manual' })
         assert.equal(res.status, 503)
         assert.ok(Number(res.headers.get('retry-after')) > 0)
         assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'SERVICE_UNAVAILABLE')
+        const down = await health()
+        assert.equal(down.code, 200)
+        assert.equal(down.body.status, 'UP')
+        assert.equal(down.body.components.oidc.status, 'DOWN')
+        assert.equal(down.body.components.oidc.components.late!.status, 'DOWN')
+        assert.equal((await fetch(`${base}/actuator/health/readiness`)).status, 200)
         await late.start()
         try {
           const sub = person('late-sub')
           tokensOf(await signIn(sub, `${base}/oauth2/authorization/late`))
+          assert.equal((await health()).body.components.oidc.components.late!.status, 'UP')
         } finally {
           await late.stop()
         }
