@@ -275,6 +275,20 @@ export async function waitFor (check: () => Promise<boolean>): Promise<void> {
   }
 }
 
+/**
+ * Waits until the event feed shows everything committed so far: the feed reads only transactions
+ * older than every transaction still open on the server (src/events/repository.ts), and the app's
+ * background work (the dispatcher, the sweep) or another test's database may have one open.
+ */
+export async function feedSettled (app: FastifyInstance): Promise<void> {
+  const { rows } = await sql<{ now: string }>`select pg_current_xact_id()::text as now`.execute(app.db)
+  const mark = rows[0]!.now
+  await waitFor(async () => {
+    const { rows: [bound] } = await sql<{ settled: boolean }>`select pg_snapshot_xmin(pg_current_snapshot()) > cast(${mark} as xid8) as settled`.execute(app.db)
+    return bound!.settled
+  })
+}
+
 /** A TCP port that is free on 127.0.0.1 right now (for servers a test starts itself). */
 export async function freePort (): Promise<number> {
   const server = createServer()

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { buildApp } from '../../src/app.js'
 import { findOrder, updateOrder } from '../../src/orders/repository.js'
-import { Api, createTestDatabase, resetDatabase, successData, testConfig, type Member } from '../helper.js'
+import { Api, createTestDatabase, feedSettled, resetDatabase, successData, testConfig, type Member } from '../helper.js'
 
 // CONTRACT §12: the feed is tail-safe. Transactions commit out of eventId order; a consumer that
 // keeps following nextCursor must still see every event exactly once. Only PostgreSQL runs
@@ -65,6 +65,7 @@ describe('the event feed followed while transactions commit out of order', {
       release()
       await slow
     }
+    await feedSettled(api.app)
     const after = await poll(cursor)
     assert.deepEqual(after.content.map(event => [event.orderId, event.type]), [
       [first.orderId, 'order.updated'], [later[0]!.orderId, 'order.placed'], [later[1]!.orderId, 'order.placed'],
@@ -74,6 +75,7 @@ describe('the event feed followed while transactions commit out of order', {
   it('gives a follower every event exactly once while many orders are written concurrently', async () => {
     const owner = await api.member('busy')
     const product = await api.product(admin, { stockQuantity: 100_000 })
+    await feedSettled(api.app)
     let cursor = (await poll(undefined)).nextCursor
     const seen: number[] = []
     const progress = { writing: true }
@@ -95,6 +97,7 @@ describe('the event feed followed while transactions commit out of order', {
       cursor = slice.nextCursor
     }
     await writers
+    await feedSettled(api.app)
     for (let slice = await poll(cursor); slice.content.length > 0; slice = await poll(cursor)) {
       seen.push(...slice.content.map(event => event.eventId))
       cursor = slice.nextCursor

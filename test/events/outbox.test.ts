@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { it } from 'node:test'
 import { sql } from 'kysely'
 import { expireLapsedReservations } from '../../src/orders/lifecycle.js'
-import { assertError, describeEachBackend, successData, type Api, type Member } from '../helper.js'
+import { assertError, describeEachBackend, feedSettled, successData, type Api, type Member } from '../helper.js'
 
 // CONTRACT §12 "What is announced": every committed change of an order or its payment writes its
 // events in the change's own transaction, numbered per order without gaps; nothing else does.
@@ -20,6 +20,7 @@ const FEED = '/api/v1/admin/events'
 
 /** Every event of the order, through the feed, oldest first. */
 async function eventsOf (api: Api, admin: Member, orderId: number): Promise<Event[]> {
+  await feedSettled(api.app)
   const slice = successData<{ content: Event[], hasNext: boolean }>(await api.get(FEED, { orderId, size: 100 }, admin))
   assert.equal(slice.hasNext, false)
   return slice.content
@@ -140,6 +141,7 @@ describeEachBackend('events written with each change', (ctx) => {
     assert.equal(short.statusCode, 409)
     assert.equal((await patch(`${o.url}/confirm`, o.admin)).statusCode, 403)
     assert.equal((await patch(`${o.url}/cancel`, o.owner, { reason: 'x' })).statusCode, 400)
+    await feedSettled(ctx.api.app)
     const all = successData<{ content: Event[] }>(await ctx.api.get(FEED, { size: 100 }, o.admin)).content
     assert.deepEqual(all.map(event => [event.orderId, event.type]), [[o.orderId, 'order.placed'], [o.orderId + 1, 'order.placed']])
   })
@@ -158,6 +160,7 @@ describeEachBackend('the event feed', (ctx) => {
 
   it('pages oldest first by cursor, ends with hasNext false, and its nextCursor is never null', async () => {
     const { admin } = await someEvents()
+    await feedSettled(ctx.api.app)
     const seen: string[] = []
     let cursor: string | undefined
     for (let turn = 0; turn < 4; turn++) {
@@ -174,6 +177,7 @@ describeEachBackend('the event feed', (ctx) => {
     const owner = await ctx.api.member('late')
     const product = await ctx.api.product(admin)
     const late = await ctx.api.order(owner, [{ productId: product.productId, quantity: 1 }])
+    await feedSettled(ctx.api.app)
     const next = successData<{ content: Event[], hasNext: boolean }>(await ctx.api.get(FEED, { cursor: cursor! }, admin))
     assert.deepEqual(next.content.map(event => [event.orderId, event.type]), [[late.orderId, 'order.placed']])
     assert.equal(next.hasNext, false)
@@ -181,6 +185,7 @@ describeEachBackend('the event feed', (ctx) => {
 
   it('filters by type (comma list) and orderId', async () => {
     const { admin, orders } = await someEvents()
+    await feedSettled(ctx.api.app)
     const byType = successData<{ content: Event[] }>(await ctx.api.get(FEED, { type: 'order.confirmed,payment.created' }, admin)).content
     assert.deepEqual(byType.map(event => event.type), ['payment.created', 'order.confirmed'])
     const byOrder = successData<{ content: Event[] }>(await ctx.api.get(FEED, { orderId: orders[1]!.orderId }, admin)).content
