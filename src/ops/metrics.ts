@@ -22,9 +22,13 @@ import { ApiError, invalidParam } from '../errors.js'
  *   PostgreSQL pool (pool="postgres"); absent on PGlite, which is one embedded session.
  * - orders_placed_total: orders created (an idempotent replay creates nothing and is not counted).
  * - orders_cancelled_total: orders that became CANCELLED (by the owner or an admin).
+ * - orders_expired_total: unconfirmed orders the service cancelled when their reservation ran out.
  * - payments_processed_total{outcome}: charges sent to the payment provider; outcome = approved
  *   (payment COMPLETED), declined (payment FAILED, 402), error (provider failed or unreachable,
  *   503, nothing recorded). Replays and re-processing a COMPLETED payment reach no provider.
+ * - webhook_deliveries_total{outcome}: delivery attempts, outcome = success | failure;
+ *   webhook_delivery_seconds histogram: how long each attempt took; events_undelivered gauge:
+ *   PENDING deliveries, counted when scraped (src/webhooks/dispatcher.ts).
  * - Node.js process metrics from prom-client's collectDefaultMetrics (process_*, nodejs_*, event
  *   loop lag included), minus its three `nodejs_active_*_total` gauges: promtool rejects
  *   `_total` on a gauge, and the per-type `nodejs_active_{handles,requests,resources}` remain.
