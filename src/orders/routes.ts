@@ -125,17 +125,18 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
         tags,
         operationId: `${verb}Order`,
         summary,
-        description: 'No request body. Applying a verb to an order already in its target state changes nothing.',
+        description: 'No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read).',
         params: IdParams,
         headers: IfMatchHeaders,
         response: { 200: Envelope(Type.Null()) },
       },
-    }, async (request) => {
-      await changeOrder(app.db, paymentProvider, principalOf(request), request.params.id, {
+    }, async (request, reply) => {
+      const order = await changeOrder(app.db, paymentProvider, principalOf(request), request.params.id, {
         verb,
         ifMatch: request.headers['if-match'],
       })
-      return ok(null)
+      // data is null, but the new version's ETag lets the client send its next If-Match without a GET.
+      return reply.header('ETag', etagOf(order)).send(ok(null))
     })
   }
 

@@ -213,6 +213,21 @@ describeEachBackend('order lifecycle', (ctx) => {
     assert.deepEqual(cancelled.json().data.allowedActions, ['delete'])
   })
 
+  it('answers each verb with the order’s new ETag, good for the next If-Match without a GET', async () => {
+    const o = await orderIn('PLACED')
+    const confirmed = await patch(`${o.url}/confirm`, o.owner)
+    assert.deepEqual(confirmed.json(), { success: true, data: null, error: null })
+    assert.equal(confirmed.headers.etag, '"2"')
+    const cancelled = await ctx.api.inject({ method: 'PATCH', url: `${o.url}/cancel`, headers: { ...o.owner.headers, 'if-match': confirmed.headers.etag } })
+    assert.equal(cancelled.statusCode, 200, cancelled.body)
+    assert.equal(cancelled.headers.etag, '"3"')
+    const deleted = await ctx.api.inject({ method: 'PATCH', url: `${o.url}/delete`, headers: { ...o.owner.headers, 'if-match': cancelled.headers.etag } })
+    assert.equal(deleted.statusCode, 200, deleted.body)
+    // The deleted order's version, which an admin can still read.
+    assert.equal(deleted.headers.etag, (await get(o.url, o.admin)).headers.etag)
+    assert.equal(deleted.headers.etag, '"4"')
+  })
+
   it('answers concurrent GETs of several orders each for its own caller', async () => {
     const a = await orderIn('PLACED')
     const deleted = await orderIn('DELETED')
