@@ -53,6 +53,11 @@ export interface Config {
   readonly publicUrl: string | undefined
   /** URL prefixes a sign-in's `redirect_uri` must start with (scheme, host and port exactly; path by segments). */
   readonly oidcRedirectAllowlist: readonly string[]
+  /**
+   * Browser origins that may call /api/** cross-origin (CORS, CONTRACT §11): `'*'` for any, else the
+   * listed origins exactly as a browser sends them (`https://shop.example`); empty → CORS is off.
+   */
+  readonly corsOrigins: '*' | readonly string[]
 }
 
 export interface OidcProviderConfig {
@@ -209,6 +214,7 @@ export function loadConfig (env: Env = process.env): Config {
   }
 
   const oidc = readOidc(env, read)
+  const corsOrigins = readCorsOrigins(read('CORS_ORIGINS'))
 
   return Object.freeze({
     port: integer('PORT', 8080, 0, 65535),
@@ -239,7 +245,40 @@ export function loadConfig (env: Env = process.env): Config {
     webhookRetrySchedule: Object.freeze(retrySchedule),
     webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false']) === 'true',
     ...oidc,
+    corsOrigins,
   })
+}
+
+const CORS_ACCEPTS = '* or comma-separated origins such as https://shop.example,http://localhost:3000'
+
+/**
+ * `CORS_ORIGINS`: `*` alone, or origins as a browser sends them in `Origin` — `http://` or `https://`,
+ * a lower-case host name, IPv4 or [IPv6] address (punycode for international names), a port only
+ * when it is not the scheme's default, and nothing after it: no path (not even `/`), query,
+ * fragment or credentials. The `Origin` header is compared with each entry exactly, so an entry
+ * written any other way could never match; it stops start-up instead of being silently useless.
+ */
+function readCorsOrigins (raw: string | undefined): '*' | readonly string[] {
+  if (raw === undefined) return Object.freeze([])
+  if (raw === '*') return '*'
+  const origins = raw.split(',').map(entry => entry.trim())
+  for (const entry of origins) {
+    const refuse = (why: string) =>
+      new ConfigError('CORS_ORIGINS', CORS_ACCEPTS, raw, `Invalid CORS_ORIGINS entry ${JSON.stringify(entry)}: ${why}; expected ${CORS_ACCEPTS}`)
+    if (entry === '') throw refuse('an empty entry')
+    if (entry === '*') throw refuse('* stands alone (any origin), it cannot be listed with others')
+    const parsed = parseUrl(entry)
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw refuse('not an http:// or https:// origin')
+    if (parsed.username !== '' || parsed.password !== '') {
+      // Not repeated in the message, which goes to the logs: it may hold a password.
+      throw new ConfigError('CORS_ORIGINS', CORS_ACCEPTS, '', `Invalid CORS_ORIGINS: an entry holds credentials (user@), which an origin never has; expected ${CORS_ACCEPTS}`)
+    }
+    if (!/^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/.test(parsed.hostname)) throw refuse('not a host name or address')
+    if (parsed.origin !== entry) {
+      throw refuse(`an origin is scheme://host[:port] as a browser sends it (here ${JSON.stringify(parsed.origin)}): no path or trailing slash, no query, lower case, no default port`)
+    }
+  }
+  return Object.freeze([...new Set(origins)])
 }
 
 const OIDC_PART = /^OIDC_([A-Z0-9_]+)_(ISSUER|CLIENT_ID|CLIENT_SECRET)$/

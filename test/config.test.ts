@@ -36,6 +36,7 @@ describe('configuration', () => {
       oidcProviders: [],
       publicUrl: undefined,
       oidcRedirectAllowlist: [],
+      corsOrigins: [],
     })
   })
 
@@ -92,6 +93,48 @@ describe('configuration', () => {
       if (message === undefined) assert.doesNotThrow(() => loadConfig(env))
       else assert.throws(() => loadConfig(env), (error: Error) => error instanceof ConfigError && message.test(error.message), JSON.stringify(env))
     }
+  })
+
+  it('reads CORS_ORIGINS: off when unset, * for any origin, or a list of origins as browsers send them', () => {
+    assert.deepEqual(loadConfig({}).corsOrigins, [])
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: '  ' }).corsOrigins, [])
+    assert.equal(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins, '*')
+    assert.equal(loadConfig({ CORS_ORIGINS: ' * ' }).corsOrigins, '*')
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://shop.example' }).corsOrigins, ['https://shop.example'])
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://shop.example, http://localhost:3000,http://127.0.0.1:8080, http://[::1]:5173, https://shop.example' }).corsOrigins,
+      ['https://shop.example', 'http://localhost:3000', 'http://127.0.0.1:8080', 'http://[::1]:5173'])
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://xn--bcher-kva.example:8443' }).corsOrigins, ['https://xn--bcher-kva.example:8443'])
+    assert.ok(Object.isFrozen(loadConfig({ CORS_ORIGINS: 'https://shop.example' }).corsOrigins))
+  })
+
+  it('refuses a CORS_ORIGINS entry that is not an origin, naming the variable and the entry', () => {
+    const refusals: Array<[string, RegExp]> = [
+      ['https://shop.example/', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example\/": an origin is scheme:\/\/host\[:port\] as a browser sends it \(here "https:\/\/shop\.example"\): no path or trailing slash/],
+      ['https://shop.example/app', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example\/app": an origin is/],
+      ['https://shop.example?x=1', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example\?x=1"/],
+      ['https://shop.example#top', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example#top"/],
+      ['https://Shop.Example', /^Invalid CORS_ORIGINS entry "https:\/\/Shop\.Example": .*\(here "https:\/\/shop\.example"\)/],
+      ['https://shop.example:443', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example:443": .*no default port/],
+      ['https://bücher.example', /\(here "https:\/\/xn--bcher-kva\.example"\)/],
+      ['shop.example', /^Invalid CORS_ORIGINS entry "shop\.example": not an http:\/\/ or https:\/\/ origin; expected \* or comma-separated origins such as https:\/\/shop\.example,http:\/\/localhost:3000$/],
+      ['localhost:3000', /^Invalid CORS_ORIGINS entry "localhost:3000": not an http:\/\/ or https:\/\/ origin/],
+      ['/app', /^Invalid CORS_ORIGINS entry "\/app": not an http/],
+      ['null', /^Invalid CORS_ORIGINS entry "null": not an http/],
+      ['file://', /^Invalid CORS_ORIGINS entry "file:\/\/": not an http/],
+      ['https://*.shop.example', /^Invalid CORS_ORIGINS entry "https:\/\/\*\.shop\.example": not a host name or address/],
+      ['https://shop.example.', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example\.": not a host name or address/],
+      ['https://shop.example,*', /^Invalid CORS_ORIGINS entry "\*": \* stands alone/],
+      ['https://shop.example,,http://localhost:3000', /^Invalid CORS_ORIGINS entry "": an empty entry/],
+      ['https://shop.example,', /^Invalid CORS_ORIGINS entry "": an empty entry/],
+      ['https://shop.example http://localhost:3000', /^Invalid CORS_ORIGINS entry "https:\/\/shop\.example http:\/\/localhost:3000"/],
+    ]
+    for (const [value, message] of refusals) {
+      assert.throws(() => loadConfig({ CORS_ORIGINS: value }), (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'CORS_ORIGINS' && message.test(error.message), value)
+    }
+    // Credentials are refused without repeating them (the message goes to the logs).
+    assert.throws(() => loadConfig({ CORS_ORIGINS: 'https://app:S3cretPw@shop.example' }), (error: unknown) =>
+      error instanceof ConfigError && /^Invalid CORS_ORIGINS: an entry holds credentials/.test(error.message) && !error.message.includes('S3cretPw'))
   })
 
   it('reads WORKERS: a count up to 64, or auto for one per CPU; more than 1 needs DATABASE_URL', () => {
