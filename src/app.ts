@@ -18,7 +18,7 @@ import { registerAccessRules } from './http/access.js'
 import { clientErrorHandler, collectRoutes, frameworkErrorHandler, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
 import { securityHeaders } from './http/security-headers.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
-import { registerWireRules } from './http/wire.js'
+import { registerCors, registerWireRules } from './http/wire.js'
 import { purgeExpiredKeys } from './idempotency/repository.js'
 import { purgeExpiredMemberTokens } from './members/repository.js'
 import { adminMemberRoutes } from './members/admin-routes.js'
@@ -194,6 +194,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   // Request bodies are JSON only: text/plain and everything else is 415.
   app.removeContentTypeParser('text/plain')
   registerErrorHandling(app, config)
+  // CORS first: its preflights are answered before the trailing-slash 404, the rate limit and the
+  // access rules, and its headers are on every later error.
+  await registerCors(app, config)
   registerWireRules(app, config)
   const routes = collectRoutes(app)
   registerAuthRateLimit(app, identity.counters, config.authRateLimit)

@@ -1,4 +1,5 @@
-import type { FastifyInstance } from 'fastify'
+import cors, { type FastifyCorsOptions } from '@fastify/cors'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Config } from '../config.js'
 import { notFound, pathOf } from './error-handler.js'
 import { cacheControl, variesByCredential } from './security-headers.js'
@@ -7,12 +8,95 @@ import { cacheControl, variesByCredential } from './security-headers.js'
 const CREDENTIAL_HEADERS = 'Authorization, X-API-Key'
 
 /** `value` added to a `Vary` header that may already name others (CORS adds `Origin`). */
-function withVary (current: unknown, value: string): string {
+export function withVary (current: unknown, value: string): string {
   const names = String(current ?? '').split(',').map(name => name.trim()).filter(Boolean)
   for (const name of value.split(', ')) {
     if (!names.some(other => other.toLowerCase() === name.toLowerCase())) names.push(name)
   }
   return names.join(', ')
+}
+
+const isApiPath = (path: string) => path === '/api' || path.startsWith('/api/')
+
+/** What a cross-origin caller may send and read (CONTRACT §11 Wire). */
+export const CORS_METHODS = ['GET', 'POST', 'PUT', 'PATCH'] as const
+export const CORS_ALLOWED_HEADERS = [
+  'Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'X-API-Key', 'X-Request-Id',
+] as const
+export const CORS_EXPOSED_HEADERS = [
+  'ETag', 'Location', 'Idempotent-Replayed', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'X-Request-Id',
+] as const
+/**
+ * How long a browser may reuse a preflight's answer (seconds): 10 minutes. The lists above change
+ * only with a release, so longer would do for them; but a browser does not ask again while its
+ * cached preflight lasts, so this is also how long an origin taken off `CORS_ORIGINS` may still
+ * *send* a PATCH to a URL it preflighted before (it cannot read the answer: that one lacks
+ * `Access-Control-Allow-Origin`). Browsers cap it anyway (Chromium at 7200, Firefox at 86400).
+ */
+export const CORS_MAX_AGE = 600
+
+/** CORS takes no part: the answer is what it would be with CORS off. */
+const CORS_OFF: FastifyCorsOptions = Object.freeze({ origin: false })
+
+/**
+ * CORS for `/api/**` when `CORS_ORIGINS` is set (CONTRACT §11 Wire), through `@fastify/cors`,
+ * whose `onRequest` hook must run before the rate limit and the access rules: register this
+ * before them. Per request:
+ * - outside `/api`, with no `Origin`, or from an origin not listed: no CORS header at all, and the
+ *   request goes on as with CORS off (an OPTIONS is the 405 or 404 it always was). Answers under
+ *   `/api` still carry `Vary: Origin`, since what they say depends on it;
+ * - a preflight (OPTIONS with `Origin` and `Access-Control-Request-Method`) from a listed origin,
+ *   to any `/api` path, known or not: 204, no body, answered in the hook, so it needs no credential
+ *   and counts toward no rate limit. The lists are fixed: the browser compares its method and
+ *   headers with them. An unknown path is not refused here: the request itself then gets a 404
+ *   envelope the page can read, which a failed preflight would hide;
+ * - any other request from a listed origin, errors included: `Access-Control-Allow-Origin` (the
+ *   origin, or `*`) and `Access-Control-Expose-Headers`, so the page can read every answer.
+ * Never `Access-Control-Allow-Credentials`: credentials are headers, not cookies.
+ */
+export async function registerCors (app: FastifyInstance, config: Config): Promise<void> {
+  const allowed = config.corsOrigins
+  if (allowed !== '*' && allowed.length === 0) return
+
+  const common = {
+    methods: [...CORS_METHODS],
+    allowedHeaders: [...CORS_ALLOWED_HEADERS],
+    exposedHeaders: [...CORS_EXPOSED_HEADERS],
+    maxAge: CORS_MAX_AGE,
+    credentials: false,
+  }
+  // Per origin, the options for a preflight and for any other request, built once.
+  const optionsFor = (origin: string) => ({
+    preflight: Object.freeze({ ...common, origin, preflight: true }),
+    other: Object.freeze({ ...common, origin, preflight: false }),
+  })
+  const any = allowed === '*' ? optionsFor('*') : undefined
+  const listed = new Map(allowed === '*' ? [] : allowed.map(origin => [origin, optionsFor(origin)]))
+
+  const delegator = (request: FastifyRequest, callback: (error: Error | null, options: FastifyCorsOptions) => void): void => {
+    const origin = request.headers.origin
+    const options = origin === undefined || !isApiPath(pathOf(request.url)) ? undefined : any ?? listed.get(origin)
+    if (options === undefined) return callback(null, CORS_OFF)
+    const preflight = request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined
+    callback(null, preflight ? options.preflight : options.other)
+  }
+
+  // The plugin adds a catch-all OPTIONS route for preflights to paths that have no OPTIONS route of
+  // their own. An OPTIONS that it does not answer reaches that route's handler, which hands it to
+  // the 404 handler: the route is public so that this is a 404, not a 401.
+  app.addHook('onRoute', (route) => {
+    if (route.url === '*' && route.method === 'OPTIONS') route.config = { ...route.config, access: 'public' }
+  })
+  await app.register(cors, { hook: 'onRequest', delegator })
+}
+
+/** Takes `Origin` back out of `Vary`: the plugin names it on every answer, but outside /api none depends on it. */
+function withoutOriginVary (reply: FastifyReply): void {
+  const vary = reply.getHeader('vary')
+  if (vary === undefined) return
+  const names = String(vary).split(',').map(name => name.trim()).filter(name => name !== '' && name.toLowerCase() !== 'origin')
+  if (names.length === 0) reply.removeHeader('vary')
+  else reply.header('vary', names.join(', '))
 }
 
 /**
@@ -24,6 +108,7 @@ function withVary (current: unknown, value: string): string {
  * - `TRUST_PROXY=true` is warned about once at start-up.
  */
 export function registerWireRules (app: FastifyInstance, config: Config): void {
+  const corsOn = config.corsOrigins === '*' || config.corsOrigins.length > 0
   if (config.trustProxy === true) {
     app.log.warn({ setting: 'TRUST_PROXY' },
       'TRUST_PROXY=true believes X-Forwarded-For from any client, so a client can pick its own address and rate-limit ' +
@@ -37,7 +122,10 @@ export function registerWireRules (app: FastifyInstance, config: Config): void {
 
   app.addHook('onSend', async (request, reply, payload) => {
     const path = pathOf(request.url)
-    if (path !== '/api' && !path.startsWith('/api/')) return payload
+    if (!isApiPath(path)) {
+      if (corsOn) withoutOriginVary(reply)
+      return payload
+    }
     const credentialSent = request.headers.authorization !== undefined || request.headers['x-api-key'] !== undefined
     reply.header('cache-control', cacheControl(request.method, path, reply.statusCode, credentialSent))
     if (variesByCredential(request.method, path)) reply.header('vary', withVary(reply.getHeader('vary'), CREDENTIAL_HEADERS))
