@@ -1,6 +1,6 @@
 /**
  * The floor of a Node service on this machine: node:http and pg running the statements pgbench runs
- * (bench/ceilings.ts STATEMENTS), and nothing else: no framework, authentication, validation, query
+ * (the service's own, bench/statements.ts), and nothing else: no framework, authentication, validation, query
  * builder, metrics or logging. It answers
  *   GET  /api/v1/orders/{id}   the by-id read (reads asked for together share one statement, as in
  *                              the service: src/db/coalesce.ts);
@@ -8,15 +8,19 @@
  * and 404 to anything else. The service does all of the above on top, so the service's rate over the
  * floor's is what its own code costs, and the floor's rate over a ceiling is as far as any Node
  * service that runs these statements could get here. Spawned by bench/ceilings.ts (for bench/run.ts)
- * on 127.0.0.1:$PORT, with DATABASE_URL and POOL_SIZE.
+ * on 127.0.0.1:$PORT, with DATABASE_URL and POOL_SIZE. Its connections carry `application_name`
+ * FLOOR_APP, so that the bench can read the CPU time of the backends serving it.
  */
 import http from 'node:http'
 import pg from 'pg'
 import { coalesce } from '../src/db/coalesce.js'
 import { isId64 } from '../src/limits.js'
-import { STATEMENTS } from './ceilings.js'
+import { FLOOR_APP } from './ceilings.js'
+import { bind, serviceStatements } from './statements.js'
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) })
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10), application_name: FLOOR_APP })
+// The service's defaults (src/config.ts): a day's idempotency keys, an hour's reservations.
+const S = await serviceStatements({ idempotencyTtlMs: 24 * 3600_000, reservationMs: 3600_000, currency: 'USD' })
 
 /** One prepared statement through pg's callback form, as the service runs them (src/db/prepared.ts). */
 function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
@@ -26,7 +30,7 @@ function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: s
 }
 
 const readOrder = coalesce(async (ids: string[]) => {
-  const { rows } = await run(pool, 'order', STATEMENTS.orderById, [ids])
+  const { rows } = await run(pool, 'order', S.orderById.text, bind(S.orderById, { ids }))
   return new Map(rows.map(row => [String(row.id), row]))
 })
 
@@ -36,12 +40,14 @@ async function createOrder (body: CreateBody, key: string): Promise<{ status: nu
   const client = await pool.connect()
   try {
     await run(client, undefined, 'begin')
-    const claimed = await run(client, 'claim', STATEMENTS.claimKey, [body.customerId, key, 'fingerprint'])
+    const member = body.customerId
+    const claimed = await run(client, 'claim', S.claimKey.text, bind(S.claimKey, { member, key, fingerprint: 'fingerprint' }))
     if (claimed.rowCount === 0) {
       await run(client, undefined, 'rollback')
       return { status: 409, body: { message: 'key already used' } }
     }
-    const locked = await run(client, 'lock', STATEMENTS.lockProducts, body.items.map(item => item.productId))
+    const [product0, product1, product2] = body.items.map(item => item.productId)
+    const locked = await run(client, 'lock', S.lockProducts.text, bind(S.lockProducts, { product0, product1, product2 }))
     const items = body.items.map(item => {
       const product = locked.rows.find(row => Number(row.id) === item.productId)
       if (!product || Number(product.stock_quantity) < item.quantity) throw new Error(`product ${item.productId} cannot be ordered`)
@@ -49,11 +55,14 @@ async function createOrder (body: CreateBody, key: string): Promise<{ status: nu
       return { productId: item.productId, productName: product.name as string, quantity: item.quantity, unitPrice, lineTotal: unitPrice * item.quantity }
     })
     const totalAmount = items.reduce((sum, item) => sum + item.lineTotal, 0)
-    const values = items.flatMap((item, position) => [position, item.productId, item.productName, item.quantity, item.unitPrice, item.lineTotal])
-    const { rows: [order] } = await run(client, 'insert', STATEMENTS.insertOrder, [...values, body.customerId, totalAmount, '1 Bench Street'])
+    const fill: Record<string, unknown> = { member, total: totalAmount }
+    items.forEach((item, k) => {
+      Object.assign(fill, { [`product${k}`]: item.productId, [`name${k}`]: item.productName, [`quantity${k}`]: item.quantity, [`price${k}`]: item.unitPrice, [`line${k}`]: item.lineTotal })
+    })
+    const { rows: [order] } = await run(client, 'insert', S.insertOrder.text, bind(S.insertOrder, fill))
     const detail = { orderId: Number(order.id), customerId: body.customerId, status: order.status, totalAmount, items, createdAt: order.created_at }
     const location = `/api/v1/orders/${detail.orderId}`
-    await run(client, 'store', STATEMENTS.storeResponse, [JSON.stringify(detail), location, body.customerId, key])
+    await run(client, 'store', S.storeResponse.text, bind(S.storeResponse, { body: JSON.stringify(detail), location, member, key }))
     await run(client, undefined, 'commit')
     return { status: 201, body: detail }
   } catch (error) {

@@ -1,0 +1,188 @@
+/**
+ * The service's own SQL for the by-id read and the order-creation transaction, taken from the
+ * service's code rather than written out by hand: the repository functions run against a Kysely
+ * instance whose driver executes nothing, and every statement they compile is kept. pgbench
+ * (bench/ceilings.ts) and the floor server (bench/floor-server.ts) run exactly these texts, so they
+ * follow the service when its statements change (the create gained its outbox CTEs this way).
+ *
+ * Each parameter the service would send is either a *slot* (it varies per request: a member, a key,
+ * a product, a quantity…), found by the distinctive value the capture passed in for it, or a
+ * constant (`'POST'`, the currency, the reservation TTL…), kept as captured.
+ */
+import {
+  DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type CompiledQuery,
+} from 'kysely'
+import type { Database } from '../src/db/schema.js'
+import { claimKey, storeAnswer } from '../src/idempotency/repository.js'
+import { findOrder, insertOrderReservingStock, listOrders, lockProductStock, pageOrders } from '../src/orders/repository.js'
+
+/** What varies between two creates or two reads; each slot is a parameter of some statement. */
+export type Slot =
+  | 'member' | 'key' | 'fingerprint' | 'ids'
+  | 'product0' | 'product1' | 'product2' | 'name0' | 'name1' | 'name2'
+  | 'quantity0' | 'quantity1' | 'quantity2' | 'price0' | 'price1' | 'price2'
+  | 'line0' | 'line1' | 'line2' | 'total' | 'body' | 'location'
+
+/** A parameter: a slot filled per request, or the value the service sends every time. */
+export type Param = { slot: Slot } | { value: unknown }
+
+export interface Statement { text: string, params: Param[] }
+
+// Distinctive values the capture passes in, one per slot (numbers far from any seeded id or price).
+const SENTINELS: Record<Slot, unknown> = {
+  member: 987_650_001,
+  key: 'sentinel-key',
+  fingerprint: 'sentinel-fingerprint',
+  ids: ['987650002'],
+  product0: 987_650_010,
+  product1: 987_650_011,
+  product2: 987_650_012,
+  name0: 'sentinel-name-0',
+  name1: 'sentinel-name-1',
+  name2: 'sentinel-name-2',
+  quantity0: 987_650_020,
+  quantity1: 987_650_021,
+  quantity2: 987_650_022,
+  price0: 987_650_030,
+  price1: 987_650_031,
+  price2: 987_650_032,
+  line0: 987_650_040,
+  line1: 987_650_041,
+  line2: 987_650_042,
+  total: 987_650_050,
+  body: '"sentinel-body"',
+  location: 'sentinel-location',
+}
+const SLOT_OF = new Map(Object.entries(SENTINELS).map(([slot, value]) => [JSON.stringify(value), slot as Slot]))
+
+function capture (): { db: Kysely<Database>, taken: CompiledQuery[] } {
+  const taken: CompiledQuery[] = []
+  const db = new Kysely<Database>({
+    dialect: {
+      createAdapter: () => new PostgresAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: db => new PostgresIntrospector(db),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+    },
+    log: event => { taken.push(event.query) },
+  })
+  return { db, taken }
+}
+
+const toStatement = (query: CompiledQuery): Statement => ({
+  text: query.sql,
+  params: query.parameters.map(value => {
+    const slot = SLOT_OF.get(JSON.stringify(value))
+    return slot ? { slot } : { value }
+  }),
+})
+
+export interface ServiceStatements {
+  /** The by-id read (`findOrder`): one statement for the ids asked for together (slot `ids`). */
+  orderById: Statement
+  /** The create's four statements with parameters, in order; `BEGIN` before and `COMMIT` after make six. */
+  claimKey: Statement
+  lockProducts: Statement
+  insertOrder: Statement
+  storeResponse: Statement
+}
+
+/**
+ * Compiles the statements the service runs for `GET /orders/{id}` and for a 3-item
+ * `POST /orders` with an idempotency key (src/orders/routes.ts → src/idempotency/service.ts
+ * answerOnce → src/orders/service.ts placeOrder), with the service's default settings.
+ */
+export async function serviceStatements (settings: { idempotencyTtlMs: number, reservationMs: number, currency: string }): Promise<ServiceStatements> {
+  const { db, taken } = capture()
+  await findOrder(db, (SENTINELS.ids as string[])[0]!)
+  const [read] = taken.splice(0)
+  const s = SENTINELS as Record<Slot, never>
+  const scope = { memberId: s.member, method: 'POST', path: '/api/v1/orders', key: s.key }
+  await db.transaction().execute(async trx => {
+    await claimKey(trx, scope, s.fingerprint, settings.idempotencyTtlMs)
+    await lockProductStock(trx, [s.product0, s.product1, s.product2])
+    await insertOrderReservingStock(trx, {
+      customerId: s.member,
+      currency: settings.currency,
+      totalAmount: s.total,
+      shippingAddress: null,
+      memo: null,
+      items: [0, 1, 2].map(k => ({
+        productId: s[`product${k}` as Slot],
+        productName: s[`name${k}` as Slot],
+        quantity: s[`quantity${k}` as Slot],
+        unitPrice: s[`price${k}` as Slot],
+        lineTotal: s[`line${k}` as Slot],
+      })),
+      actor: { id: s.member, role: 'USER' },
+      reservationMs: settings.reservationMs,
+    })
+    // storeAnswer serialises the body itself; the sentinel is what it stores.
+    await storeAnswer(trx, scope, { status: 201, body: 'sentinel-body', location: s.location })
+  })
+  await db.destroy()
+  const [claim, lock, insert, store] = taken.map(toStatement)
+  if (!read || !claim || !lock || !insert || !store || taken.length !== 4) {
+    throw new Error(`expected 1 read and 4 create statements, captured ${taken.length + (read ? 1 : 0)}`)
+  }
+  return { orderById: toStatement(read), claimKey: claim, lockProducts: lock, insertOrder: insert, storeResponse: store }
+}
+
+/** The values to send for `statement`, with each slot filled from `fill`. */
+export function bind (statement: Statement, fill: Partial<Record<Slot, unknown>>): unknown[] {
+  return statement.params.map(param => {
+    if ('value' in param) return param.value
+    if (!(param.slot in fill)) throw new Error(`no value for slot ${param.slot}`)
+    return fill[param.slot]
+  })
+}
+
+/** A constant as an SQL literal, for pgbench. */
+function literal (value: unknown): string {
+  if (value === null || value === undefined) return 'null'
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value)
+  if (typeof value === 'boolean') return value ? 'true' : 'false'
+  return `'${String(value).replaceAll("'", "''")}'`
+}
+
+/**
+ * `statement` as pgbench runs it: each slot replaced by the pgbench expression `fill` gives it (a
+ * `:variable`, or an SQL literal for strings, which pgbench cannot hold in variables), and each
+ * constant by its literal.
+ */
+export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, string>>): string {
+  return statement.text.replace(/\$(\d+)/g, (_, n: string) => {
+    const param = statement.params[Number(n) - 1]!
+    if ('value' in param) return literal(param.value)
+    const expression = fill[param.slot]
+    if (expression === undefined) throw new Error(`no pgbench expression for slot ${param.slot}`)
+    return expression
+  }).replace(/\s*\n\s*/g, ' ').trim() + ';'
+}
+
+/** A statement with its values, as the service sends it. */
+export interface BoundStatement { label: string, text: string, values: readonly unknown[] }
+
+/**
+ * The list and search statements as the service sends them (src/orders/repository.ts `listOrders`,
+ * `pageOrders`), for EXPLAIN: the owner's first page of 20 and a cursor page of 10, and the admin
+ * search's page and count (one status, a one-hour window, newest first).
+ */
+export async function listStatements (args: { customerId: number, cursor: { createdAt: Date, id: number }, status: 'PLACED' | 'CONFIRMED' | 'DELIVERED' | 'CANCELLED', from: Date, to: Date }): Promise<BoundStatement[]> {
+  const { db, taken } = capture()
+  await listOrders(db, { customerId: args.customerId, limit: 21, offset: 0 })
+  await listOrders(db, { customerId: args.customerId, after: args.cursor, limit: 11, offset: 0 })
+  await pageOrders(db, {
+    statuses: [args.status],
+    createdFrom: args.from,
+    createdTo: args.to,
+    includeDeleted: true,
+    sort: { column: 'created_at', direction: 'desc' },
+    offset: 0,
+    limit: 20,
+  }).catch(() => {}) // the dummy driver returns no count row
+  await db.destroy()
+  const labels = ['owner list, first page of 20', 'owner list, cursor page of 10', 'admin search, page of 20', 'admin search, count']
+  if (taken.length !== labels.length) throw new Error(`expected ${labels.length} list statements, captured ${taken.length}`)
+  return taken.map((query, i) => ({ label: labels[i]!, text: query.sql, values: query.parameters }))
+}
