@@ -100,11 +100,63 @@ function withoutOriginVary (reply: FastifyReply): void {
 }
 
 /**
+ * One member of an `If-None-Match` list: `"…"` or `W/"…"` (RFC 9110 §8.8.3), between commas. A
+ * tag may itself hold a comma, so the list is not split on commas; a member that is not a tag
+ * (`w/"1"`, `1`) matches nothing.
+ */
+const LIST_TAG = /(?:^|,)[ \t]*((?:W\/)?"[^"]*")[ \t]*(?=,|$)/g
+
+/** The tag without its weakness: weak comparison (RFC 9110 §8.8.3.2) compares only this. */
+const opaqueTag = (tag: string) => tag.startsWith('W/') ? tag.slice(2) : tag
+
+/**
+ * Whether `If-None-Match` matches the current `etag` (RFC 9110 §13.1.2): `*` matches any current
+ * representation; otherwise any tag of the list that equals it under weak comparison. A field that
+ * holds no well-formed tag matches nothing, so the full answer is sent.
+ */
+export function ifNoneMatchMatches (condition: string, etag: string): boolean {
+  if (condition.trim() === '*') return true
+  const current = opaqueTag(etag.trim())
+  for (const [, tag] of condition.matchAll(LIST_TAG)) if (opaqueTag(tag!) === current) return true
+  return false
+}
+
+/**
+ * Conditional reads (CONTRACT §11 Wire, §14): a GET or HEAD about to be answered 200 with an `ETag`,
+ * whose `If-None-Match` matches it, is answered 304 instead. Decided here, as the answer leaves, so
+ * that every route that sets an `ETag` gets it without doing anything. Errors are never turned into
+ * 304, nor are answers to other methods (If-None-Match on a PATCH is ignored).
+ */
+function notModified (request: FastifyRequest, reply: FastifyReply): boolean {
+  if ((request.method !== 'GET' && request.method !== 'HEAD') || reply.statusCode !== 200) return false
+  const condition = request.headers['if-none-match']
+  const etag = reply.getHeader('etag')
+  return condition !== undefined && typeof etag === 'string' && ifNoneMatchMatches(condition, etag)
+}
+
+/**
+ * Turns the answer into a 304 with no body (RFC 9110 §15.4.5): it keeps the headers the 200 would
+ * have had — `ETag`, `Cache-Control` (set below, as for the 200), `Vary`, the CORS, security and
+ * request-id headers — but not the body's own metadata. A GET's body is dropped (a stream closed
+ * unread), so no `Content-Length` is sent. A HEAD's is left for Fastify's HEAD handling, which runs
+ * next, sends no body and gives the 200's `Content-Length`, as RFC 9110 §8.6 allows on a 304.
+ */
+function answerNotModified (request: FastifyRequest, reply: FastifyReply, payload: unknown): unknown {
+  reply.code(304)
+  for (const name of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-disposition']) reply.removeHeader(name)
+  if (request.method === 'HEAD') return payload
+  const stream = payload as { destroy?: () => void } | null
+  if (typeof stream?.destroy === 'function') stream.destroy()
+  return null
+}
+
+/**
  * Wire rules that hold for every route (CONTRACT §11 Wire). Register them right after the error
  * handling and before the access rules: the trailing-slash 404 outranks 405 and 401 (CONTRACT §10).
  * - A path under /api that ends in `/` names no resource: 404 RESOURCE_NOT_FOUND (without this,
  *   `/api/v1/orders/` would reach `/api/v1/orders/{id}` with an empty id and fail validation).
  * - Every /api answer, errors included, carries `Cache-Control` (see `cacheControl`).
+ * - A GET or HEAD whose `If-None-Match` matches the answer's `ETag` is answered 304 (`notModified`).
  * - `TRUST_PROXY=true` is warned about once at start-up.
  */
 export function registerWireRules (app: FastifyInstance, config: Config): void {
@@ -121,6 +173,7 @@ export function registerWireRules (app: FastifyInstance, config: Config): void {
   })
 
   app.addHook('onSend', async (request, reply, payload) => {
+    if (notModified(request, reply)) payload = answerNotModified(request, reply, payload)
     const path = pathOf(request.url)
     if (!isApiPath(path)) {
       if (corsOn) withoutOriginVary(reply)

@@ -217,6 +217,13 @@ describe('CORS with a list of origins', () => {
     assert.match(order.headers.location ?? '', /^\/api\/v1\/orders\/\d+$/)
     assert.match(order.headers.etag ?? '', /^"\d+"$/)
     assert.equal(order.headers['access-control-allow-credentials'], undefined)
+    // A conditional read of it: the 304 is readable too (Allow-Origin, ETag exposed), with no body.
+    const notModified = await server.send('GET', order.headers.location!, { origin: SHOP, authorization, 'if-none-match': order.headers.etag! })
+    assert.equal(notModified.status, 304)
+    assert.equal(notModified.body, '')
+    assert.equal(notModified.headers.etag, order.headers.etag)
+    assert.equal(notModified.headers['content-length'], undefined)
+    assert.deepEqual(corsOf(notModified), { 'access-control-allow-origin': SHOP, 'access-control-expose-headers': EXPOSED, vary: 'Origin' })
   })
 
   it('lets a listed origin read error answers: 401, 404, 405', async () => {
