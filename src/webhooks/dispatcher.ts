@@ -9,7 +9,10 @@ import { Event } from '../events/schemas.js'
 import { toEvent } from '../events/service.js'
 import { webhookDeliveries, webhookDeliverySeconds } from '../ops/metrics.js'
 import { guardedLookup, hostOf, isPublicAddress } from './addresses.js'
-import { claimDueDeliveries, recordAttempt, releaseClaim, updateEndpoint, type AttemptOutcome, type ClaimedDelivery } from './repository.js'
+import {
+  claimDueDeliveries, recordAttempts, releaseClaim, updateEndpoint,
+  type AttemptOutcome, type ClaimedDelivery, type RecordedAttempt,
+} from './repository.js'
 import { signatureHeader } from './signing.js'
 
 /*
@@ -20,8 +23,11 @@ import { signatureHeader } from './signing.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 const USER_AGENT = `order-service/${VERSION}`
-/** Attempts in flight at once per instance. */
-const MAX_IN_FLIGHT = 32
+/** Attempts in flight at once per instance, and to one endpoint (a slow endpoint leaves room for the others). */
+const MAX_IN_FLIGHT = 128
+const MAX_IN_FLIGHT_PER_ENDPOINT = 32
+/** Outcomes recorded by one statement at most. */
+const MAX_RECORD_BATCH = 500
 /** Of a receiver's answer, this much is read; this much of an error is kept. */
 const MAX_ANSWER_BYTES = 4096
 const MAX_ERROR_CHARS = 200
@@ -90,12 +96,44 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
   const claimMs = timeoutMs + 30_000
   const agents = new Map<string, Agent>()
   const inFlight = new Set<Promise<void>>()
+  /** Attempts in flight by endpoint id. */
+  const busy = new Map<number, number>()
   const stopping = new AbortController()
   let stopped = false
   let pumping = false
   let again = false
   let soonest: NodeJS.Timeout | undefined
   let soonestAt = Infinity
+
+  /*
+   * Outcomes are recorded in groups: one statement at a time records every outcome that came in
+   * while the previous one ran. Under load a statement records dozens of attempts, and the
+   * deliveries do not wait on one round trip each behind the API's own statements.
+   */
+  const unrecorded: Array<RecordedAttempt & { done: (error?: unknown) => void }> = []
+  let recording = false
+  function record (delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      unrecorded.push({ delivery, outcome, done: error => error === undefined ? resolve() : reject(error) })
+      if (!recording) flushRecords().catch(() => {})
+    })
+  }
+  async function flushRecords (): Promise<void> {
+    recording = true
+    try {
+      while (unrecorded.length > 0) {
+        const group = unrecorded.splice(0, MAX_RECORD_BATCH)
+        try {
+          await recordAttempts(db, group)
+          for (const attempt of group) attempt.done()
+        } catch (error) {
+          for (const attempt of group) attempt.done(error)
+        }
+      }
+    } finally {
+      recording = false
+    }
+  }
 
   /** One connection pool per endpoint origin, resolving through the address guard. */
   function agentFor (origin: string): Agent {
@@ -205,7 +243,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
         ? { ...outcome, status: 'FAILED', error: clip(`retries exhausted; last: ${outcome.error ?? ''}`) }
         : { ...outcome, retryInMs: delay }
     }
-    await recordAttempt(db, delivery, outcome)
+    await record(delivery, outcome)
     // Due at the database's now() + delay, taken while recording: wake just after that.
     if (outcome.status === 'PENDING' && outcome.retryInMs !== undefined) wakeAt(Date.now() + outcome.retryInMs + 10)
     if (outcome.responseStatus === 410) {
@@ -226,16 +264,21 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
         again = false
         const room = MAX_IN_FLIGHT - inFlight.size
         if (room <= 0) break
-        const claimed = await claimDueDeliveries(db, room, claimMs)
+        const claimed = await claimDueDeliveries(db, { limit: room, perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT, busy, claimMs })
         if (stopped) {
           await Promise.allSettled(claimed.map(delivery => releaseClaim(db, delivery)))
           break
         }
         for (const delivery of claimed) {
+          const endpoint = Number(delivery.endpoint_id)
+          busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1)
           const running: Promise<void> = attempt(delivery)
             .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
             .finally(() => {
               inFlight.delete(running)
+              const left = (busy.get(endpoint) ?? 1) - 1
+              if (left > 0) busy.set(endpoint, left)
+              else busy.delete(endpoint)
               wake()
             })
           inFlight.add(running)

@@ -108,22 +108,33 @@ export interface ClaimedDelivery {
 
 /**
  * Claims up to `limit` due deliveries for `claimMs` (FOR UPDATE SKIP LOCKED: instances never take
- * the same rows). A delivery waits while an earlier event of its order is still PENDING for the same
- * endpoint; a claim of an instance that died lapses at `claimed_until`.
+ * the same rows), at most `perEndpoint` for each endpoint less what `busy` says it already has in
+ * flight here, so that a slow endpoint cannot hold every slot while others wait. A delivery waits
+ * while an earlier event of its order is still PENDING for the same endpoint; a claim of an instance
+ * that died lapses at `claimed_until`. Due first, then oldest first, across endpoints.
  */
-export async function claimDueDeliveries (db: Db, limit: number, claimMs: number): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries (
+  db: Db, { limit, perEndpoint, busy, claimMs }: { limit: number, perEndpoint: number, busy: ReadonlyMap<number, number>, claimMs: number }
+): Promise<ClaimedDelivery[]> {
   const result = await sql<ClaimedDelivery>`
-    with due as (
-      select d.id from webhook_deliveries d
-      join webhook_endpoints w on w.id = d.endpoint_id and w.status = 'ACTIVE' and w.deleted_at is null
-      where d.status = 'PENDING' and d.next_attempt_at <= now()
-        and (d.claimed_until is null or d.claimed_until < now())
-        and not exists (
-          select 1 from webhook_deliveries p
-          where p.endpoint_id = d.endpoint_id and p.order_id = d.order_id and p.status = 'PENDING' and p.sequence < d.sequence)
+    with busy as (
+      select * from unnest(${[...busy.keys()].map(String)}::bigint[], ${[...busy.values()]}::integer[]) as b (endpoint_id, in_flight)
+    ), due as (
+      select d.id from webhook_endpoints w
+      cross join lateral (
+        select d.id, d.next_attempt_at from webhook_deliveries d
+        where d.endpoint_id = w.id and d.status = 'PENDING' and d.next_attempt_at <= now()
+          and (d.claimed_until is null or d.claimed_until < now())
+          and not exists (
+            select 1 from webhook_deliveries p
+            where p.endpoint_id = d.endpoint_id and p.order_id = d.order_id and p.status = 'PENDING' and p.sequence < d.sequence)
+        order by d.next_attempt_at, d.id
+        limit greatest(0, ${perEndpoint}::integer - coalesce((select b.in_flight from busy b where b.endpoint_id = w.id), 0))
+        for update of d skip locked
+      ) d
+      where w.status = 'ACTIVE' and w.deleted_at is null
       order by d.next_attempt_at, d.id
       limit ${limit}
-      for update of d skip locked
     ), claimed as (
       update webhook_deliveries c set claimed_until = now() + ${claimMs} * interval '1 millisecond'
       from due where c.id = due.id
@@ -148,22 +159,39 @@ export interface AttemptOutcome {
   retryInMs?: number
 }
 
-export async function recordAttempt (db: Db, delivery: { id: number, claimed_until: Date }, outcome: AttemptOutcome): Promise<void> {
-  await db.updateTable('webhook_deliveries')
-    .set({
-      status: outcome.status,
-      attempts: sql<number>`attempts + 1`,
-      last_attempt_at: sql<Date>`now()`,
-      last_response_status: outcome.responseStatus,
-      last_error: outcome.error,
-      next_attempt_at: sql<Date>`now() + ${outcome.retryInMs ?? 0} * interval '1 millisecond'`,
-      claimed_until: null,
-    })
-    .where('id', '=', delivery.id)
-    .where('claimed_until', '=', delivery.claimed_until)
-    // A delivery stopped meanwhile (its endpoint disabled or deleted) is not made PENDING again.
-    .$if(outcome.status !== 'SUCCEEDED', qb => qb.where('status', '=', 'PENDING'))
-    .execute()
+/** One attempt's outcome with the claim it was made under. */
+export interface RecordedAttempt {
+  delivery: { id: number, claimed_until: Date }
+  outcome: AttemptOutcome
+}
+
+/**
+ * Records attempts' outcomes, all in one statement, each only while its claim is still this
+ * instance's. A delivery stopped meanwhile (its endpoint disabled or deleted) is not made PENDING
+ * again. The rows travel as arrays, so the statement's text is the same for any number of them.
+ */
+export async function recordAttempts (db: Db, attempts: readonly RecordedAttempt[]): Promise<void> {
+  if (attempts.length === 0) return
+  const column = <T>(pick: (attempt: RecordedAttempt) => T) => attempts.map(pick)
+  await sql`
+    update webhook_deliveries d set
+      status = v.status,
+      attempts = d.attempts + 1,
+      last_attempt_at = now(),
+      last_response_status = v.response_status,
+      last_error = v.error,
+      next_attempt_at = now() + v.retry_ms * interval '1 millisecond',
+      claimed_until = null
+    from unnest(
+      ${column(a => String(a.delivery.id))}::bigint[],
+      ${column(a => a.delivery.claimed_until.toISOString())}::timestamptz[],
+      ${column(a => a.outcome.status)}::text[],
+      ${column(a => a.outcome.responseStatus)}::integer[],
+      ${column(a => a.outcome.error)}::text[],
+      ${column(a => String(a.outcome.retryInMs ?? 0))}::bigint[]
+    ) as v (id, claimed_until, status, response_status, error, retry_ms)
+    where d.id = v.id and d.claimed_until = v.claimed_until
+      and (v.status = 'SUCCEEDED' or d.status = 'PENDING')`.execute(db)
 }
 
 /** Gives a claim back unattempted (the instance is stopping). */

@@ -246,6 +246,28 @@ describeEachBackend('webhook delivery', (ctx) => {
     await eventually(async () => await statuses() === JSON.stringify([['order.confirmed', 'SUCCEEDED'], ['payment.created', 'SUCCEEDED'], ['order.placed', 'FAILED']]), 2000, 'the final statuses')
   })
 
+  it('a slow endpoint holds only its own slots: another endpoint gets every event meanwhile', async () => {
+    const s = await setUp()
+    // A second endpoint whose receiver never answers: its attempts hang until WEBHOOK_TIMEOUT (30 s here).
+    const slow = await new Receiver().start()
+    try {
+      slow.respond = () => ({ status: 204, delayMs: 120_000 })
+      const res = await ctx.api.inject({ method: 'POST', url: BASE, headers: s.admin.headers, payload: { url: slow.url } })
+      assert.equal(res.statusCode, 201, res.body)
+      slow.secrets = [res.json().data.secret]
+      // More orders than the attempts one instance has in flight at once (128): were the slow
+      // endpoint allowed all of them, the fast one would wait for its timeouts.
+      const orders = 140
+      const product = await ctx.api.product(s.admin, { price: 500, stockQuantity: orders })
+      for (let i = 0; i < orders; i++) await ctx.api.order(s.owner, [{ productId: product.productId, quantity: 1 }])
+      await eventually(() => receiver.succeeded.length === orders, 20_000, 'every event at the answering endpoint')
+      assert.equal(slow.received.length, 0)
+      assert.equal((await patch(`${BASE}/${res.json().data.endpointId}/delete`, s.admin)).statusCode, 200)
+    } finally {
+      await slow.stop()
+    }
+  })
+
   it('sends only the event types an endpoint takes', async () => {
     const s = await setUp({ eventTypes: ['order.confirmed'] })
     const order = await s.order()
@@ -254,4 +276,4 @@ describeEachBackend('webhook delivery', (ctx) => {
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.deepEqual(receiver.received.map(r => r.event.type), ['order.confirmed'])
   })
-}, { env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: SCHEDULE.map(ms => `${ms}ms`).join(',') } })
+}, { env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT: '30s', WEBHOOK_RETRY_SCHEDULE: SCHEDULE.map(ms => `${ms}ms`).join(',') } })
