@@ -29,6 +29,7 @@ export function renderGuide ({ errorTypeBase, currency }: GuideSettings): string
 <li>Timestamps are RFC 3339 in UTC with milliseconds (<code>2026-11-22T09:30:00.000Z</code>); dates are <code>yyyy-MM-dd</code>. Timestamp query parameters accept <code>Z</code> or an explicit offset.</li>
 <li>Ids are positive integers. Money is an integer amount of minor units (cents) with an ISO 4217 <code>currency</code>, one per deployment (here <code>${escape(currency)}</code>): <code>2450</code> is 24.50.</li>
 <li>Orders carry an <code>ETag</code> (from their <code>version</code>); <code>PUT</code> and <code>PATCH</code> honour <code>If-Match</code> and answer 412 <code>PRECONDITION_FAILED</code> when it no longer matches.</li>
+<li>Conditional reads: every <code>GET</code> or <code>HEAD</code> that answers with an <code>ETag</code> honours <code>If-None-Match</code> (a list of tags, weak comparison, or <code>*</code>): when it matches, the answer is 304 with no body and the same <code>ETag</code>. Errors are never 304; other methods ignore <code>If-None-Match</code>.</li>
 </ul>
 </section>
 
