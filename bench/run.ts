@@ -13,6 +13,7 @@
  *   npm run bench -- --fresh        # seed again even if the database is already seeded
  *   npm run bench -- --profile      # instead of the table: profile get, list, search and create
  *   npm run bench -- --profile=list,create   # … only these (get, list, deep, search, create, mix)
+ *   npm run bench -- --measure=list  # the same runs without the profiler: CPU per request only
  *
  * SERVICE_ROOT=<dir> runs the service built in another checkout (see SERVICE_ROOT below).
  * The seeded database is kept between runs and reused when its seed matches (`order_bench`, or
@@ -40,11 +41,16 @@ const quick = process.argv.includes('--quick')
 const fresh = process.argv.includes('--fresh')
 const PROFILE_SCENARIOS = ['get', 'list', 'deep', 'search', 'create', 'mix'] as const
 type ProfileScenario = typeof PROFILE_SCENARIOS[number]
-/** `--profile[=a,b]`: profile these scenarios (default get, list, search, create) instead of the table. */
-const profileArg = process.argv.find(arg => arg === '--profile' || arg.startsWith('--profile='))
+/**
+ * `--profile[=a,b]`: profile these scenarios (default get, list, search, create) instead of the
+ * table. `--measure=a,b`: the same runs without the profiler (each on a fresh service process), for
+ * before/after comparisons of one scenario's CPU per request.
+ */
+const profileArg = process.argv.find(arg => arg === '--profile' || arg.startsWith('--profile=') || arg.startsWith('--measure='))
+const profiling = profileArg?.startsWith('--profile') ?? false
 const profiled: ProfileScenario[] | undefined = profileArg === undefined
   ? undefined
-  : profileArg === '--profile' ? ['get', 'list', 'search', 'create'] : profileArg.slice('--profile='.length).split(',') as ProfileScenario[]
+  : profileArg === '--profile' ? ['get', 'list', 'search', 'create'] : profileArg.replace(/^--\w+=/, '').split(',') as ProfileScenario[]
 for (const name of profiled ?? []) {
   if (!PROFILE_SCENARIOS.includes(name)) throw new Error(`--profile: unknown scenario ${name}; one of ${PROFILE_SCENARIOS.join(', ')}`)
 }
@@ -650,12 +656,17 @@ async function main () {
       const [label, requests] = scenarios[name]
       const stamp = new Date().toISOString().replaceAll(':', '').replace(/\..*$/, '')
       const file = `${name}-${stamp}.cpuprofile`
-      service = await startService({ DATABASE_URL }, ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${file}`])
+      service = await startService({ DATABASE_URL }, profiling ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${file}`] : [])
       pid = service.child.pid!
-      const row = await load(`${label} (under --cpu-prof)`, service.base, requests, { meters: { pid, app: SERVICE_APP, service: true } })
+      const row = await load(`${label}${profiling ? ' (under --cpu-prof)' : ''}`, service.base, requests, { meters: { pid, app: SERVICE_APP, service: true } })
       const ended = performance.now()
       await stop(service.child)
       const tail = (performance.now() - ended) / 1000
+      if (!profiling) {
+        console.log(`${label}: ${row.rps.toFixed(0)} req/s, p99 ${row.p99} ms; CPU per request: service ${row.cpu?.server.toFixed(0)} µs, ` +
+          `PostgreSQL ${row.cpu?.pg?.toFixed(0)} µs, generator ${row.cpu?.generator.toFixed(0)} µs; peak RSS ${row.rssMb?.toFixed(0)} MB`)
+        continue
+      }
       const requestsMeasured = Math.round(row.rps * SECONDS)
       console.log(`\n## Profile: ${label}\n`)
       console.log(`${row.rps.toFixed(0)} req/s under the profiler; CPU per request from /proc: service ${row.cpu?.server.toFixed(0)} µs, ` +
