@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ERROR_CODES, OrderServiceError, UnexpectedResponseError, unwrap } from '../../client/src/index.js'
 import { ERRORS } from '../../src/errors.js'
+import { liveDocument } from '../../scripts/client-types.js'
 
 const problemResponse = (status: number, error: Record<string, unknown>, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ success: false, data: null, error }), { status, headers: { 'content-type': 'application/problem+json', ...headers } })
@@ -9,6 +10,23 @@ const problemResponse = (status: number, error: Record<string, unknown>, headers
 describe('the client package', () => {
   it('knows exactly the service’s error codes', () => {
     assert.deepEqual([...ERROR_CODES].sort(), Object.keys(ERRORS).sort())
+  })
+
+  it('knows every error code the live document declares', async () => {
+    // Wherever the document gives `code` an enum (the catalogue, an operation's codes per status).
+    const declared = new Set<string>()
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(walk)
+      if (typeof node !== 'object' || node === null) return
+      const { properties, ...rest } = node as { properties?: { code?: { enum?: unknown[] } } }
+      for (const code of properties?.code?.enum ?? []) declared.add(String(code))
+      Object.values({ ...rest, ...(properties ? { properties } : {}) }).forEach(walk)
+    }
+    const document = await liveDocument() as { components?: { schemas?: { ErrorCode?: { enum?: unknown[] } } } }
+    walk(document)
+    for (const code of document.components?.schemas?.ErrorCode?.enum ?? []) declared.add(String(code))
+    const known = new Set<string>(ERROR_CODES)
+    assert.deepEqual([...declared].filter(code => !known.has(code)), [], 'client/src/errors.ts lacks codes the document declares')
   })
 
   it('turns an error envelope into an OrderServiceError with its fields and headers', async () => {
