@@ -26,18 +26,24 @@ import { ADMIN, feedSettled, freePort, testConfig } from '../helper.js'
 //
 // Asserted: no response violation at all, and for every request Prism refuses it exactly when the
 // service answers 400 (and for lack of a credential exactly when the service answers 401), except
-// for the rules in EXEMPT, which no OpenAPI document can state.
+// for the rules in EXEMPT, which no OpenAPI document can state or Prism cannot check.
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const PRISM = join(ROOT, 'node_modules/.bin/prism')
 const PRISM_ERRORS = 'https://stoplight.io/prism/errors#'
 
-/** The rules the service enforces that JSON Schema cannot express (CONTRACT §14 "OpenAPI"), by name. */
+/**
+ * The rules the service enforces that JSON Schema cannot express (CONTRACT §14 "OpenAPI"), the ones
+ * on stored state, and two limits of Prism, by name: a refusal under one of them is not compared.
+ */
 const EXEMPT = {
   'min ≤ max': 'relates two query parameters (minPrice ≤ maxPrice, minTotal ≤ maxTotal, createdFrom < createdTo); JSON Schema validates each parameter alone',
   'cursor xor page': 'relates two query parameters (either may be sent, not both); OpenAPI parameters are validated one by one',
   'unknown query parameter': 'OpenAPI has no way to close the set of query parameters: a validator ignores parameters it does not know',
   'stored state': 'decided on what the database holds (a mailed token, an order’s status), not on the request: no document can know it',
+  // Two limits of Prism itself (5.14), not of the document: tried with an integer path id carrying a pattern as well.
+  'Prism: numbers coerced': 'Prism turns path and query values into numbers before validating them (ajv coerceTypes), so `01` and `1.0` are 1 to it; the integer type CONTRACT §11 asks for cannot refuse them, and a pattern applies to strings only',
+  'Prism: empty query values dropped': 'Prism leaves out query parameters whose value is empty before validating (prism-http params validator), so `status=` is never checked',
 } as const
 type Exemption = keyof typeof EXEMPT
 
@@ -48,19 +54,14 @@ type Exemption = keyof typeof EXEMPT
  */
 const KNOWN_MISMATCHES: Record<string, string> = {
   // Path ids are `type: string, format: id64` (a format Prism does not know) with no pattern; CONTRACT §11
-  // asks for integer/int64, minimum 1. Beware: Prism turns path and query values into numbers before
-  // checking them, so with `integer, int64, minimum 1` alone it refuses `abc`, `0` and 2^63 but lets
-  // `01` and `1.0` through (tried): a pattern `^[1-9][0-9]*$` beside the type refuses those too.
+  // asks for integer/int64, minimum 1, with which Prism refuses `abc`, `0` and 2^63 (tried).
   'GET /api/v1/orders/{id} id=abc': 'path id not constrained in the document (type string, unknown format id64)',
   'GET /api/v1/orders/{id} id=0': 'path id not constrained in the document (no minimum)',
-  'GET /api/v1/orders/{id} id=01': 'path id not constrained in the document (no pattern refusing a leading zero)',
-  'GET /api/v1/orders/{id} id=1.0': 'path id not constrained in the document (no pattern refusing a decimal point)',
   'GET /api/v1/orders/{id} id above 2^63-1': 'path id not constrained in the document (no int64 bound)',
   'PATCH /api/v1/payments/{id}/process id=abc': 'path id not constrained in the document (type string, unknown format id64)',
   // `status` (and the feed's `type`) are free strings: a comma list of enum values needs a pattern,
   // or an array of the enum with `style: form, explode: false`.
   'GET /api/v1/orders status=PLACED,SHIPPED': 'status list is a free string in the document',
-  'GET /api/v1/orders status=': 'status has minLength 1, but Prism lets an empty query value through; a pattern may not help either: check after the fix',
   'GET /api/v1/admin/orders status=placed': 'status list is a free string in the document (the service refuses lower case)',
   'GET /api/v1/admin/events type=order.shipped': 'the feed\'s type list is a free string in the document',
   // Timestamps are `format: timestamp`, a format Prism does not know: `date-time` or a pattern
@@ -345,15 +346,15 @@ describe('the OpenAPI document through a validating proxy (Prism)', () => {
     const orderPath = (id: string) => `/api/v1/orders/${id}`
     await refused('GET /api/v1/orders/{id} id=abc', { path: orderPath('abc'), headers: user }, { status: 400, field: 'id' })
     await refused('GET /api/v1/orders/{id} id=0', { path: orderPath('0'), headers: user }, { status: 400, field: 'id' })
-    await refused('GET /api/v1/orders/{id} id=01', { path: orderPath('01'), headers: user }, { status: 400, field: 'id' })
-    await refused('GET /api/v1/orders/{id} id=1.0', { path: orderPath('1.0'), headers: user }, { status: 400, field: 'id' })
+    await refused('GET /api/v1/orders/{id} id=01', { path: orderPath('01'), headers: user }, { status: 400, field: 'id', exempt: 'Prism: numbers coerced' })
+    await refused('GET /api/v1/orders/{id} id=1.0', { path: orderPath('1.0'), headers: user }, { status: 400, field: 'id', exempt: 'Prism: numbers coerced' })
     await refused('GET /api/v1/orders/{id} id above 2^63-1', { path: orderPath('9223372036854775808'), headers: user }, { status: 400, field: 'id' })
     await refused('PATCH /api/v1/payments/{id}/process id=abc', { method: 'PATCH', path: '/api/v1/payments/abc/process', headers: user, body: { paymentMethodToken: 'tok_visa' } }, { status: 400, field: 'id' })
     await refused('GET /api/v1/orders size=0', { path: '/api/v1/orders', headers: user, query: { size: '0' } }, { status: 400, field: 'size' })
     await refused('GET /api/v1/orders size=101', { path: '/api/v1/orders', headers: user, query: { size: '101' } }, { status: 400, field: 'size' })
     await refused('GET /api/v1/orders page=-1', { path: '/api/v1/orders', headers: user, query: { page: '-1' } }, { status: 400, field: 'page' })
     await refused('GET /api/v1/orders status=PLACED,SHIPPED', { path: '/api/v1/orders', headers: user, query: { status: 'PLACED,SHIPPED' } }, { status: 400, field: 'status' })
-    await refused('GET /api/v1/orders status=', { path: '/api/v1/orders', headers: user, query: { status: '' } }, { status: 400, field: 'status' })
+    await refused('GET /api/v1/orders status=', { path: '/api/v1/orders', headers: user, query: { status: '' } }, { status: 400, field: 'status', exempt: 'Prism: empty query values dropped' })
     await refused('GET /api/v1/admin/orders status=placed', { path: '/api/v1/admin/orders', headers: admin, query: { status: 'placed' } }, { status: 400, field: 'status' })
     await refused('GET /api/v1/admin/orders sort=price,desc', { path: '/api/v1/admin/orders', headers: admin, query: { sort: 'price,desc' } }, { status: 400, field: 'sort' })
     await refused('GET /api/v1/orders/search createdFrom=yesterday', { path: '/api/v1/orders/search', headers: user, query: { createdFrom: 'yesterday' } }, { status: 400, field: 'createdFrom' })
