@@ -50,7 +50,7 @@ const EXPORT_HEADER = EXPORT_COLUMNS.map(([name]) => name).join(',') + '\r\n'
 /**
  * One order as a whole CSV record, CRLF included, built by PostgreSQL (`concat` writes NULL as
  * nothing): one text column per row costs the service far less than parsing thirteen and
- * formatting them again (measured in bench/RESULTS.md, "CSV export").
+ * formatting them again (measured in bench/RESULTS.md, "What each change bought").
  */
 const exportRecord = sql<string>`concat(${sql.join(EXPORT_COLUMNS.map(([, field]) => field), sql`, ',', `)}, E'\\r\\n')`
 

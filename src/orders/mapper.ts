@@ -30,7 +30,10 @@ export function toOrderDetail (order: OrderWithItems, principal: Principal): Ord
   return { ...toOrderData(order), allowedActions: allowedActions(order, principal) }
 }
 
-export function toOrderSummary (order: OrderRow): OrderSummary {
+/** The columns a summary shows: what a list needs to select (bench/RESULTS.md, "Why a list costs 3–4 reads by id"). */
+export type OrderSummaryRow = Pick<OrderRow, 'id' | 'customer_id' | 'status' | 'item_count' | 'total_amount' | 'currency' | 'created_at'>
+
+export function toOrderSummary (order: OrderSummaryRow): OrderSummary {
   return {
     orderId: order.id,
     customerId: order.customer_id,
