@@ -572,6 +572,14 @@ async function main () {
   }
   log(`logged in ${members.length} members`)
 
+  // The service at rest: what its background jobs (purges, the reservation sweep, the event feed,
+  // the webhook dispatcher) cost it and PostgreSQL, per second, to read the scenarios' CPU against.
+  const IDLE_SECONDS = 3
+  const resting = await startMeters({ pid, app: SERVICE_APP })
+  await new Promise(resolve => setTimeout(resolve, IDLE_SECONDS * 1000))
+  const rest = (await resting(IDLE_SECONDS)).cpu!
+  log(`at rest: service ${rest.server.toFixed(0)} µs/s, its PostgreSQL backends ${rest.pg?.toFixed(0)} µs/s (${rest.backends} backends)`)
+
   // Own orders of member i: g = i + members * r (1 ≤ g ≤ orders); PLACED when r % 4 = 0.
   const perMember = Math.floor(SIZES.orders / SIZES.members)
   const ownOrder = (index: number) => { const r = 1 + int(perMember - 1); return index + SIZES.members * r }
@@ -900,6 +908,8 @@ async function main () {
     '(utime + stime, all threads). "server": the process answering (the service, or the bare or floor server); "PostgreSQL": the backends serving its connections ' +
     '(found by `application_name` in `pg_stat_activity`; shared PostgreSQL processes such as the WAL writer are not counted); "generator": autocannon, in the bench process; ' +
     '"× bare": the server\'s CPU per request over the bare server\'s for the same requests in this run.', '')
+  out.push(`At rest (${IDLE_SECONDS} s after log-in, no load), the service used ${rest.server.toFixed(0)} µs of CPU per second and its PostgreSQL backends ` +
+    `${rest.pg?.toFixed(0)} µs per second (${rest.backends} backends): its background jobs, included in every scenario's figures.`, '')
   out.push('| scenario | req/s | p50 ms | p99 ms | p99.9 ms | errors | peak RSS MB | server CPU µs | PostgreSQL CPU µs | generator CPU µs | × bare | of ceiling | note |')
   out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const row of rows) {
