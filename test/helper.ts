@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:net'
-import { after, before, beforeEach, describe } from 'node:test'
+import { after, afterEach, before, beforeEach, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
@@ -9,6 +9,7 @@ import { buildApp, type BuildOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type DatabaseHandle } from '../src/db/database.js'
 import { bootstrapAdmin } from '../src/members/service.js'
+import { undocumentedAnswer } from '../src/ops/openapi.js'
 import type { OrderDetail, OrderSummary } from '../src/orders/schemas.js'
 
 export const ADMIN = { email: 'admin@example.com', password: 'admin-password' }
@@ -160,13 +161,21 @@ export function describeEachBackend (
 ): void {
   for (const backend of BACKENDS) {
     describe(`${title} [${backend}]`, () => {
+      const undocumented: string[] = []
       let database: DatabaseHandle
       let api: Api
       before(async () => {
         database = await createTestDatabase(backend)
         api = new Api(await buildApp(testConfig(options.env), { logger: false, ...options.build, database }))
+        // Every answer must be one the OpenAPI document lists for its operation: status and error code.
+        api.app.addHook('onSend', async (request, reply, payload) => {
+          const missing = undocumentedAnswer(request, reply.statusCode, payload)
+          if (missing) undocumented.push(missing)
+          return payload
+        })
       })
       beforeEach(() => resetDatabase(api.app))
+      afterEach(() => assert.deepEqual(undocumented.splice(0), [], 'answers that the OpenAPI document does not list (src/ops/openapi.ts)'))
       after(async () => {
         await api?.app.close()
         await database?.close()

@@ -37,7 +37,7 @@ export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, provide
   const tags = ['auth']
 
   app.get('/oauth2/authorization/:id', {
-    config: { access: 'public' },
+    config: { access: 'public', errors: ['RESOURCE_NOT_FOUND'] },
     onRequest: noStore,
     schema: {
       tags,
@@ -54,7 +54,7 @@ export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, provide
   })
 
   app.get('/login/oauth2/code/:id', {
-    config: { access: 'public' },
+    config: { access: 'public', errors: ['RESOURCE_NOT_FOUND', 'INVALID_TOKEN', 'UNAUTHORIZED', 'ACCOUNT_SUSPENDED', 'EMAIL_ALREADY_REGISTERED'] },
     onRequest: noStore,
     schema: {
       tags,

@@ -38,7 +38,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   }
 
   app.post('/api/v1/auth/login', {
-    config: { access: 'public', authRateLimited: true },
+    config: { access: 'public', authRateLimited: true, errors: ['UNAUTHORIZED', 'ACCOUNT_SUSPENDED'] },
     schema: {
       tags,
       operationId: 'login',
@@ -50,7 +50,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   }, async (request, reply) => reply.code(201).send(ok(await login(app.db, deps, request.body, request.ip))))
 
   app.post('/api/v1/auth/refresh', {
-    config: { access: 'public', authRateLimited: true },
+    config: { access: 'public', authRateLimited: true, errors: ['UNAUTHORIZED'] },
     schema: {
       tags,
       operationId: 'refreshTokens',
@@ -62,7 +62,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   }, async (request, reply) => reply.code(201).send(ok(await refresh(app.db, deps, request.body.refreshToken))))
 
   app.post('/api/v1/auth/logout', {
-    config: { access: 'member', authRateLimited: true },
+    config: { access: 'member', authRateLimited: true, errors: ['ACCESS_DENIED'] },
     onRequest: requireSession,
     schema: {
       tags,
@@ -79,7 +79,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   const memberTags = ['members']
 
   app.patch('/api/v1/members/password/change', {
-    config: { access: 'member', authRateLimited: true },
+    config: { access: 'member', authRateLimited: true, errors: ['ACCESS_DENIED'] },
     onRequest: requireSession,
     schema: {
       tags: memberTags,
@@ -95,7 +95,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   })
 
   app.post('/api/v1/members/password/reset', {
-    config: { access: 'public', authRateLimited: true },
+    config: { access: 'public', authRateLimited: true, errors: ['INVALID_TOKEN'] },
     schema: {
       tags: memberTags,
       operationId: 'resetPassword',
@@ -110,7 +110,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   })
 
   app.post('/api/v1/members/me/api-keys', {
-    config: { access: 'member', authRateLimited: true },
+    config: { access: 'member', authRateLimited: true, errors: ['ACCESS_DENIED', 'API_KEY_LIMIT_REACHED'] },
     onRequest: requireSession,
     schema: {
       tags: memberTags,
@@ -123,13 +123,13 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   }, async (request, reply) => reply.code(201).send(ok(await createApiKey(app.db, principalOf(request), request.body.name))))
 
   app.get('/api/v1/members/me/api-keys', {
-    config: { access: 'member' },
+    config: { access: 'member', errors: ['ACCESS_DENIED'] },
     onRequest: requireSession,
     schema: { tags: memberTags, operationId: 'listApiKeys', summary: 'List the caller’s API keys (without secrets)', description: 'Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again. Needs a bearer session: with X-API-Key, 403.', response: { 200: Envelope(Type.Array(ApiKey)) } },
   }, async (request) => ok(await listApiKeys(app.db, principalOf(request))))
 
   app.patch('/api/v1/members/me/api-keys/:keyId/revoke', {
-    config: { access: 'member' },
+    config: { access: 'member', errors: ['ACCESS_DENIED', 'API_KEY_NOT_FOUND'] },
     onRequest: requireSession,
     schema: {
       tags: memberTags,
@@ -147,7 +147,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
   const adminTags = ['admin']
 
   app.patch('/api/v1/admin/members/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['MEMBER_NOT_FOUND'] },
     schema: {
       tags: adminTags,
       operationId: 'adminUpdateMember',

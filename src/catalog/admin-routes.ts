@@ -9,7 +9,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const currency = app.config.currency
 
   app.post('/api/v1/admin/products', {
-    config: { access: 'admin' },
+    config: { access: 'admin', sends: ['Location'] },
     schema: {
       tags,
       operationId: 'adminCreateProduct',
@@ -36,7 +36,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await pageAllProducts(app.db, currency, request.query)))
 
   app.get('/api/v1/admin/products/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['PRODUCT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'adminGetProduct',
@@ -48,7 +48,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await getProduct(app.db, currency, request.params.id)))
 
   app.put('/api/v1/admin/products/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['PRODUCT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'adminReplaceProduct',
@@ -61,7 +61,7 @@ export const adminProductRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await changeProduct(app.db, currency, request.params.id, request.body)))
 
   app.patch('/api/v1/admin/products/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['PRODUCT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'adminUpdateProduct',

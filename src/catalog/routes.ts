@@ -38,7 +38,7 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await listActiveProducts(app.db, currency, request.query)))
 
   app.get('/api/v1/products/:id', {
-    config: { access: 'public' },
+    config: { access: 'public', errors: ['PRODUCT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getProduct',
@@ -61,7 +61,7 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async () => ok(await getCategories(app.db)))
 
   app.get('/api/v1/products/categories/:categoryId', {
-    config: { access: 'public' },
+    config: { access: 'public', errors: ['CATEGORY_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getCategory',
@@ -73,7 +73,7 @@ export const productRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await getCategory(app.db, request.params.categoryId)))
 
   app.post('/api/v1/products/categories', {
-    config: { access: 'admin' },
+    config: { access: 'admin', sends: ['Location'] },
     schema: {
       tags,
       operationId: 'createCategory',

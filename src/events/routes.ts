@@ -8,7 +8,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['events']
 
   app.get('/api/v1/admin/events', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['CURSOR_EXPIRED'] },
     schema: {
       tags,
       operationId: 'listEvents',
@@ -22,7 +22,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await readEventFeed(app.db, app.config.eventRetentionMs, request.query)))
 
   app.get('/api/v1/admin/events/:eventId', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['EVENT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getEvent',

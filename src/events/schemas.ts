@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { Id, Nullable, PathId, Timestamp } from '../http/schemas.js'
-import { OrderDetail } from '../orders/schemas.js'
+import { Component, documentAs, Envelope, Id, Nullable, PathId, Ref, Slice, Timestamp } from '../http/schemas.js'
+import { commaListPattern, OrderDetail } from '../orders/schemas.js'
 import { Payment } from '../payments/schemas.js'
 
 /** Every event type (CONTRACT §12), in the order of its table. */
@@ -8,33 +8,48 @@ export const EVENT_TYPES = [
   'order.placed', 'order.confirmed', 'order.cancelled', 'order.expired', 'order.delivered', 'order.deleted',
   'order.updated', 'payment.created', 'payment.succeeded', 'payment.failed', 'payment.refunded', 'payment.cancelled',
 ] as const
-export const EventTypeSchema = Type.Enum([...EVENT_TYPES])
+export const EventTypeSchema = Component('EventType', Type.Enum([...EVENT_TYPES]))
 export type EventType = Static<typeof EventTypeSchema>
 
 /** The order as an admin reads it, without `allowedActions` (which depend on who asks). */
-export const EventOrder = Type.Omit(OrderDetail, ['allowedActions'])
+const { allowedActions: _allowedActions, ...orderFields } = OrderDetail.properties
+export const EventOrder = Component('EventOrder', Type.Object(orderFields, {
+  description: 'The order as an admin reads it, without allowedActions',
+}))
 export type EventOrder = Static<typeof EventOrder>
 
-export const Event = Type.Object({
+export const Event = Component('Event', Type.Object({
   eventId: Id,
-  type: EventTypeSchema,
+  type: Ref(EventTypeSchema),
   timestamp: Timestamp,
   orderId: Id,
   sequence: Type.Integer({ minimum: 1, description: 'Per order: 1, 2, 3, … without gaps, across order and payment events' }),
   data: Type.Object({
-    order: EventOrder,
-    payment: Nullable(Payment),
+    order: Ref(EventOrder),
+    payment: Nullable(Ref(Payment)),
     refund: Type.Optional(Type.Object({ amount: Type.Integer({ minimum: 0 }) })),
   }),
-}, { description: 'Something that happened to an order or its payment, as committed' })
+}, { description: 'Something that happened to an order or its payment, as committed' }))
 export type Event = Static<typeof Event>
 
 export const EventFeedQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Slice size, 1..100 (default 20)' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The nextCursor of the previous slice' })),
-  type: Type.Optional(Type.String({ minLength: 1, maxLength: 500, description: 'One event type or several, comma-separated', examples: ['order.placed,order.cancelled'] })),
+  // Checked by the service (`parseList`, with its own message); the document shows the rule as a pattern.
+  type: Type.Optional(documentAs(Type.String({ minLength: 1, maxLength: 500, description: 'One event type or several, comma-separated', examples: ['order.placed,order.cancelled'] }), {
+    type: 'string',
+    minLength: 1,
+    maxLength: 500,
+    pattern: commaListPattern(EVENT_TYPES),
+    description: `One event type or several, comma-separated (${EVENT_TYPES.join(', ')})`,
+    examples: ['order.placed,order.cancelled'],
+  })),
   orderId: Type.Optional(Id),
 }, { additionalProperties: false })
 export type EventFeedQuery = Static<typeof EventFeedQuery>
 
 export const EventIdParams = Type.Object({ eventId: PathId }, { additionalProperties: false })
+
+/** The answers' envelopes, made when this module loads (named components). */
+export const EventEnvelope = Envelope(Event)
+export const EventSliceEnvelope = Envelope(Slice(Event))

@@ -5,7 +5,7 @@ import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastif
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { isId64, isStorableTime } from '../limits.js'
 import { ApiError, type InvalidParam } from '../errors.js'
-import { IDEMPOTENCY_KEY_PATTERN, PLAIN_NAME_PATTERN } from './schemas.js'
+import { components, IDEMPOTENCY_KEY_PATTERN, PLAIN_NAME_PATTERN } from './schemas.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
 const addFormats = addFormatsModule.default
@@ -45,6 +45,18 @@ function withFormats (ajv: Ajv): Ajv {
   return ajv
 }
 
+/** The named components (http/schemas.ts), so that a request schema may `$ref` one (e.g. `OrderStatus`). */
+const added = new WeakMap<Ajv, Set<string>>()
+function withComponents (ajv: Ajv): void {
+  const ids = added.get(ajv) ?? new Set<string>()
+  added.set(ajv, ids)
+  for (const component of components()) {
+    if (ids.has(component.$id)) continue
+    ajv.addSchema(component)
+    ids.add(component.$id)
+  }
+}
+
 const common: Options = { allErrors: true, removeAdditional: false, strict: false, messages: false }
 
 // Bodies are JSON and are taken as sent: no coercion ("1" is not an integer), no silent removal.
@@ -57,7 +69,9 @@ const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults:
  * Bodies and query strings are also refused if any string in them holds U+0000 (`nulPath`).
  */
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
-  const validate = (httpPart === 'body' ? bodyAjv : textAjv).compile(schema)
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv
+  withComponents(ajv)
+  const validate = ajv.compile(schema)
   if (httpPart !== 'body' && httpPart !== 'querystring') return validate
   const numbers = httpPart === 'querystring' ? numericParameters(schema) : []
   const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {

@@ -38,7 +38,7 @@ export const adminMemberRoutes: FastifyPluginAsyncTypebox<FastifyPluginOptions> 
   }, async (request) => ok(await pageAllMembers(app.db, request.query)))
 
   app.get('/api/v1/admin/members/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['MEMBER_NOT_FOUND'] },
     schema: { tags, operationId: 'adminGetMember', summary: 'Get a member', description: 'Any member’s account.', params: IdParams, response: { 200: Envelope(Member) } },
   }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
 }

@@ -15,7 +15,7 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: { mailer: Maile
   const deps: MailDeps = { mailer: identity.mailer, log: app.log }
 
   app.post('/api/v1/members', {
-    config: { access: 'public', authRateLimited: true },
+    config: { access: 'public', authRateLimited: true, errors: ['EMAIL_ALREADY_REGISTERED'], sends: ['Location'] },
     schema: {
       tags,
       operationId: 'registerMember',
@@ -35,12 +35,12 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: { mailer: Maile
   }, async (request) => ok(await getMyAccount(app.db, principalOf(request))))
 
   app.get('/api/v1/members/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['MEMBER_NOT_FOUND'] },
     schema: { tags, operationId: 'getMember', summary: 'A member (the member or an admin)', description: 'A member reads only their own account; an admin reads any. Another member gets 403 whether or not the id exists.', params: IdParams, response: { 200: Envelope(Member) } },
   }, async (request) => ok(await getMember(app.db, principalOf(request), request.params.id)))
 
   app.patch('/api/v1/members/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['MEMBER_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'updateMember',
@@ -53,7 +53,7 @@ export const memberRoutes: FastifyPluginAsyncTypebox<{ identity: { mailer: Maile
   }, async (request) => ok(await updateMember(app.db, principalOf(request), request.params.id, request.body)))
 
   app.post('/api/v1/members/email/verify', {
-    config: { access: 'public' },
+    config: { access: 'public', errors: ['INVALID_TOKEN'] },
     schema: {
       tags,
       operationId: 'verifyEmail',

@@ -1,11 +1,11 @@
 import { ROLES } from '../http/access.js'
 import { Type, type Static } from 'typebox'
-import { Id, PageQuery, PlainName, SortQuery, Timestamp } from '../http/schemas.js'
+import { Component, Envelope, Id, Page, PageQuery, PlainName, Ref, SortQuery, Timestamp } from '../http/schemas.js'
 
-export const RoleSchema = Type.Enum([...ROLES])
+export const RoleSchema = Component('Role', Type.Enum([...ROLES]))
 export type Role = Static<typeof RoleSchema>
 
-export const MemberStatusSchema = Type.Enum(['ACTIVE', 'SUSPENDED'])
+export const MemberStatusSchema = Component('MemberStatus', Type.Enum(['ACTIVE', 'SUSPENDED']))
 export type MemberStatus = Static<typeof MemberStatusSchema>
 
 export const Email = Type.String({ format: 'email', maxLength: 254, examples: ['ada@example.com'] })
@@ -29,22 +29,23 @@ export const RegisterBody = Type.Object({
 }, { additionalProperties: false })
 export type RegisterBody = Static<typeof RegisterBody>
 
-export const Member = Type.Object({
+const MemberFields = {
   memberId: Id,
   email: Type.String(),
   name: Type.String(),
-  role: RoleSchema,
-  status: MemberStatusSchema,
+  role: Ref(RoleSchema),
+  status: Ref(MemberStatusSchema),
   emailVerified: Type.Boolean(),
   createdAt: Timestamp,
-})
+}
+export const Member = Component('Member', Type.Object(MemberFields, { description: 'A member’s account' }))
 export type Member = Static<typeof Member>
 
 /** The caller's own account: the member, and the OpenID providers they have signed in through (CONTRACT §13). */
-export const MyAccount = Type.Object({
-  ...Member.properties,
+export const MyAccount = Component('MyAccount', Type.Object({
+  ...MemberFields,
   identityProviders: Type.Array(Type.String(), { description: 'Registration ids of the OpenID providers linked to this account (GET /oauth2/authorization/{id})' }),
-})
+}, { description: 'The caller’s own account, with the OpenID providers linked to it' }))
 export type MyAccount = Static<typeof MyAccount>
 
 export const UpdateMemberBody = Type.Object({
@@ -60,8 +61,8 @@ export type VerifyEmailBody = Static<typeof VerifyEmailBody>
 export const MEMBER_SORT = { createdAt: 'created_at', email: 'email', name: 'name' } as const
 
 const MemberFilters = {
-  role: Type.Optional(RoleSchema),
-  status: Type.Optional(MemberStatusSchema),
+  role: Type.Optional(Ref(RoleSchema)),
+  status: Type.Optional(Ref(MemberStatusSchema)),
   ...SortQuery(Object.keys(MEMBER_SORT)),
 }
 
@@ -75,8 +76,13 @@ export type AdminMemberSearchQuery = Static<typeof AdminMemberSearchQuery>
 
 /** What an admin may change on an account; absent = unchanged. */
 export const AdminUpdateMemberBody = Type.Object({
-  role: Type.Optional(RoleSchema),
-  status: Type.Optional(MemberStatusSchema),
+  role: Type.Optional(Ref(RoleSchema)),
+  status: Type.Optional(Ref(MemberStatusSchema)),
   name: Type.Optional(Name),
 }, { additionalProperties: false })
 export type AdminUpdateMemberBody = Static<typeof AdminUpdateMemberBody>
+
+/** The answers' envelopes, made when this module loads (named components). */
+export const MemberEnvelope = Envelope(Member)
+export const MemberPageEnvelope = Envelope(Page(Member))
+export const MyAccountEnvelope = Envelope(MyAccount)

@@ -1,8 +1,34 @@
+import { STATUS_CODES } from 'node:http'
 import swagger from '@fastify/swagger'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import { Type } from 'typebox'
-import { ErrorEnvelope, ProblemSchema } from '../http/schemas.js'
+import { ERRORS, type ErrorCode } from '../errors.js'
+import { components, DOCUMENT_AS } from '../http/schemas.js'
+import { OPERATIONAL, OPERATIONAL_SCHEMAS, type OperationalEndpoint } from './docs/operational.js'
 import pkg from '../../package.json' with { type: 'json' }
+
+/** Response headers the document declares (components.headers), by name. */
+export type ResponseHeader = 'Location' | 'ETag' | 'Content-Disposition'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The error codes this route answers besides those its shape implies (`impliedErrors`): its own
+     * use case's codes, e.g. `['ORDER_NOT_FOUND', 'INVALID_ORDER_STATUS']`.
+     */
+    errors?: readonly ErrorCode[]
+    /** Headers its success answers carry besides X-Request-Id, Cache-Control and those implied (RateLimit-*, Idempotent-Replayed). */
+    sends?: readonly ResponseHeader[]
+    /** Set when the route is registered: what the document lists for it (`undocumentedAnswer` checks answers against it). */
+    documented?: DocumentedAnswers
+  }
+}
+
+/** The statuses the document lists for an operation, and the error codes of each error status. */
+export interface DocumentedAnswers {
+  statuses: readonly number[]
+  errors: Readonly<Record<number, readonly ErrorCode[]>>
+}
 
 const EmptyQuery = Type.Object({}, { additionalProperties: false })
 const EmptyBody = Type.Object({}, { additionalProperties: false, description: 'No fields: send no body, or `{}`' })
@@ -17,28 +43,242 @@ const absentBodyIsEmpty = async (request: FastifyRequest) => {
 const SUCCESS: Record<string, string> = {
   200: 'OK: the envelope with the result in `data`',
   201: 'Created: the envelope with the new resource in `data`',
+  302: 'Found: a redirect; the target is in Location',
 }
-
-/** Errors are `application/problem+json` whose body is the error envelope (CONTRACT §1, §2). */
-const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/problem+json': { schema: Type.Ref('ErrorEnvelope') } },
-})
 
 /** A route whose body may be left out (`x-optional-body: true` in its schema), e.g. a full refund. */
 const OPTIONAL_BODY = 'x-optional-body'
+/** What the document lists for an operation, passed from the route to `transformObject`. */
+const ANSWERS = 'x-answers'
 const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
+
+/** The route's method list, upper case. */
+const methodsOf = (route: Pick<RouteOptions, 'method'>) => [route.method].flat().map(method => String(method).toUpperCase())
+
+interface RouteShape {
+  url: string
+  methods: string[]
+  schema: Record<string, unknown>
+  config: RouteOptions['config']
+}
+
+const headerNames = (schema: Record<string, unknown>) =>
+  Object.keys((schema.headers as { properties?: object } | undefined)?.properties ?? {})
+
+/**
+ * The error codes a route's shape implies, from the same rules the service applies: its access
+ * rule (http/access.ts), its schemas (validation, body parsing), the idempotency and If-Match headers,
+ * the auth rate limit, the wire rules, and the failures any route can meet. The route adds its own
+ * (`config.errors`).
+ */
+export function impliedErrors ({ url, methods, schema, config }: RouteShape): ErrorCode[] {
+  const codes: ErrorCode[] = []
+  const access = config?.access
+  if (access !== 'public') codes.push('UNAUTHORIZED')
+  if (access === 'owner' || access === 'admin') codes.push('ACCESS_DENIED')
+  if (schema.params || schema.querystring || schema.body || schema.headers) codes.push('VALIDATION_FAILED')
+  if (schema.body && methods.some(method => BODY_METHODS.has(method))) {
+    codes.push('MALFORMED_REQUEST', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE')
+  }
+  const headers = headerNames(schema)
+  if (headers.includes('idempotency-key')) codes.push('IDEMPOTENCY_KEY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED')
+  if (headers.includes('if-match')) codes.push('PRECONDITION_FAILED')
+  if (config?.authRateLimited) codes.push('TOO_MANY_REQUESTS')
+  // The wire rule (http/wire.ts): `/api/v1/orders/` reaches `/api/v1/orders/:id` and is answered 404.
+  if (url.startsWith('/api/') && /\/:[^/]+$/.test(url)) codes.push('RESOURCE_NOT_FOUND')
+  codes.push('INTERNAL_ERROR', 'SERVICE_UNAVAILABLE')
+  return codes
+}
+
+/** The codes grouped by status, each list in catalogue order. */
+function byStatus (codes: Iterable<ErrorCode>): Record<number, ErrorCode[]> {
+  const set = new Set(codes)
+  const grouped: Record<number, ErrorCode[]> = {}
+  for (const code of Object.keys(ERRORS) as ErrorCode[]) {
+    if (set.has(code)) (grouped[ERRORS[code].status] ??= []).push(code)
+  }
+  return grouped
+}
+
+/** A GET (and its HEAD) that answers with an ETag honours If-None-Match with 304 (CONTRACT §11 Wire, §14). */
+const conditional = (methods: string[], config: RouteOptions['config']) =>
+  (methods.includes('GET') || methods.includes('HEAD')) && (config?.sends ?? []).includes('ETag')
+
+/**
+ * Whether an answer is one the document lists for the route: its status, and for an error
+ * envelope its `error.code` under that status. Undefined when it is (or the route is not in the
+ * document); otherwise a line saying what is missing. Tests run it on every answer (test/helper.ts).
+ */
+export function undocumentedAnswer (request: FastifyRequest, statusCode: number, payload: unknown): string | undefined {
+  const documented = request.routeOptions.config?.documented
+  if (!documented) return undefined
+  const where = `${request.method} ${request.routeOptions.url ?? request.url}`
+  if (!documented.statuses.includes(statusCode)) return `${where} answered ${statusCode}, which its document does not list`
+  if (statusCode < 400 || typeof payload !== 'string') return undefined
+  let code: unknown
+  try {
+    code = (JSON.parse(payload) as { error?: { code?: unknown } } | null)?.error?.code
+  } catch {
+    return undefined
+  }
+  if (typeof code !== 'string') return undefined
+  const listed = documented.errors[statusCode] ?? []
+  return listed.includes(code as ErrorCode) ? undefined : `${where} answered ${statusCode} ${code}, which its document does not list`
+}
+
+/** Response headers, declared once under components.headers. */
+const HEADERS: Record<string, { description: string, schema: Record<string, unknown> }> = {
+  'X-Request-Id': { description: 'The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem.', schema: { type: 'string' } },
+  'Cache-Control': { description: '`no-store` on every /api answer, except `public, max-age=60` on the catalog’s 200 answers to anonymous callers.', schema: { type: 'string' } },
+  Location: { description: 'The path of the resource created (or of the redirect target).', schema: { type: 'string', format: 'uri-reference' } },
+  ETag: { description: 'The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed.', schema: { type: 'string' } },
+  'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same idempotency key.', schema: { type: 'string', enum: ['true'] } },
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Limit': { description: 'Requests allowed per window from this client address on the rate-limited routes.', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Remaining': { description: 'Requests left in the current window (0 on a 429).', schema: { type: 'integer', minimum: 0 } },
+  'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer', minimum: 0 } },
+  'WWW-Authenticate': { description: '`Bearer realm="order-service"`, with `error="invalid_token"` when a credential was sent and refused.', schema: { type: 'string' } },
+  'Content-Disposition': { description: '`attachment; filename="orders-<time>.csv"`.', schema: { type: 'string' } },
+}
+
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
+
+/** What `transformObject` needs to write an operation's responses. */
+interface Answers {
+  api: boolean
+  errors: Record<number, ErrorCode[]>
+  sends: ResponseHeader[]
+  rateLimited: boolean
+  idempotent: boolean
+  conditional: boolean
+  constraints: Constraint[]
+  unknownQueryRefused: boolean
+}
+
+const NO_ANSWERS: Answers = {
+  api: false, errors: {}, sends: [], rateLimited: false, idempotent: false, conditional: false, constraints: [], unknownQueryRefused: false,
+}
+
+/** A rule relating two inputs, which JSON Schema cannot state (CONTRACT §14 OpenAPI): `x-constraints`. */
+interface Constraint {
+  rule: 'at-most' | 'before' | 'not-both'
+  parameters: [string, string]
+  description: string
+}
+
+/** The two-input query rules the service applies (http/paging.ts, http/ranges.ts), found by parameter names. */
+function constraintsOf (query: unknown): Constraint[] {
+  const names = Object.keys((query as { properties?: object } | undefined)?.properties ?? {})
+  const has = (...wanted: string[]) => wanted.every(name => names.includes(name))
+  const found: Constraint[] = []
+  for (const [low, high] of [['minPrice', 'maxPrice'], ['minTotal', 'maxTotal']] as const) {
+    if (has(low, high)) found.push({ rule: 'at-most', parameters: [low, high], description: `${low} must not be above ${high} (else 400 naming ${high})` })
+  }
+  if (has('createdFrom', 'createdTo')) {
+    found.push({ rule: 'before', parameters: ['createdFrom', 'createdTo'], description: 'createdFrom must be before createdTo (else 400 naming createdTo)' })
+  }
+  if (has('cursor', 'page')) {
+    found.push({ rule: 'not-both', parameters: ['cursor', 'page'], description: 'cursor and page cannot be sent together (else 400 naming cursor)' })
+  }
+  return found
+}
+
+/**
+ * `schema` as the document shows it: each schema marked `x-document-as` (http/schemas.ts) replaced
+ * by what it is shown as, at any depth. The route's own schema is left as it is.
+ */
+function documented (schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(documented)
+  if (schema === null || typeof schema !== 'object') return schema
+  const shown = (schema as Record<string, unknown>)[DOCUMENT_AS]
+  if (shown !== undefined) return documented(shown)
+  return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, documented(value)]))
+}
+
+/** The part of an error response that narrows `error.code` to the codes of one status. */
+const errorSchema = (codes: readonly ErrorCode[]) => ({
+  allOf: [
+    { $ref: '#/components/schemas/ErrorEnvelope' },
+    {
+      type: 'object',
+      properties: { error: { type: 'object', properties: { code: { type: 'string', enum: [...codes] } } } },
+    },
+  ],
+})
+
+/** The headers of a response: the request id always; the others where the service sends them. */
+function headersOf (answers: Answers, status: number): Record<string, unknown> {
+  const names = ['X-Request-Id']
+  if (answers.api) names.push('Cache-Control')
+  if (status === 201 && answers.sends.includes('Location')) names.push('Location')
+  if (status === 302) names.push('Location')
+  if ((status === 200 || status === 201 || status === 304) && answers.sends.includes('ETag')) names.push('ETag')
+  if (status === 200 && answers.sends.includes('Content-Disposition')) names.push('Content-Disposition')
+  if (status === 200 && answers.idempotent) names.push('Idempotent-Replayed')
+  if (status === 401) names.push('WWW-Authenticate')
+  if (status === 429 || status === 503) names.push('Retry-After')
+  if (answers.rateLimited) names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset')
+  return Object.fromEntries(names.map(name => [name, headerRef(name)]))
+}
+
+type OpenApiOperation = Record<string, unknown> & {
+  description?: string
+  parameters?: Array<Record<string, unknown>>
+  requestBody?: { required: boolean, description?: string }
+  responses?: Record<string, Record<string, unknown>>
+}
+
+/** Writes an operation's responses, headers and rules from what its route declared (`Answers`). */
+function completeOperation (operation: OpenApiOperation, answers: Answers): void {
+  const responses = operation.responses ?? {}
+  for (const [status, response] of Object.entries(responses)) {
+    response.headers = { ...headersOf(answers, Number(status)), ...(response.headers as object | undefined) }
+  }
+  if (answers.conditional) {
+    responses['304'] = { description: 'Not Modified: the If-None-Match sent names the current version; no body', headers: headersOf(answers, 304) }
+    operation.parameters = [...(operation.parameters ?? []), {
+      in: 'header',
+      name: 'if-none-match',
+      required: false,
+      description: 'The ETag of the version the client holds: when it is still current, the answer is 304 without a body',
+      schema: { type: 'string' },
+    }]
+  }
+  for (const [status, codes] of Object.entries(answers.errors)) {
+    responses[status] = {
+      description: `${STATUS_CODES[Number(status)] ?? 'Error'}: ${codes.map(code => `${code} (${ERRORS[code].title})`).join(', ')}`,
+      headers: headersOf(answers, Number(status)),
+      content: { 'application/problem+json': { schema: errorSchema(codes) } },
+    }
+  }
+  operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
+  const rules: string[] = []
+  if (answers.unknownQueryRefused) {
+    operation['x-additional-query-parameters'] = false
+    rules.push('Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).')
+  }
+  if (answers.constraints.length > 0) {
+    operation['x-constraints'] = answers.constraints
+    rules.push(...answers.constraints.map(constraint => `${constraint.description[0]!.toUpperCase()}${constraint.description.slice(1)}.`))
+  }
+  if (rules.length > 0) operation.description = [operation.description, ...rules].filter(Boolean).join(' ')
+}
 
 /**
  * The OpenAPI 3.1 document is generated from the route schemas that validate requests, so the two
- * cannot drift. Every route also gets, from one place: the error envelope for its 4xx/5xx answers,
- * the security its access rule implies, and (under /api) a query schema that refuses unknown
- * parameters when the route declares none, and for a POST, PUT or PATCH that declares no body, an
- * optional empty one that refuses any field (CONTRACT §1: unknown body fields are rejected).
+ * cannot drift. Every route also gets, from one place: the error statuses it can answer with their
+ * codes, from its shape and its own `config.errors` (recorded in `config.documented`, which tests
+ * check every answer against); the headers it sends; the security its access rule implies; and
+ * (under /api) a query schema that refuses unknown parameters when the route declares none, and for
+ * a POST, PUT or PATCH that declares no body, an optional empty one that refuses any field (CONTRACT
+ * §1: unknown body fields are rejected). The named components (http/schemas.ts) are added as shared
+ * schemas: responses serialise through `$ref`s to them and the document lists them once.
  */
 export async function registerOpenApi (app: FastifyInstance): Promise<void> {
-  app.addSchema(ProblemSchema)
-  app.addSchema(ErrorEnvelope)
+  // Before any route's scope exists: a scope created later inherits them with the validator compiler.
+  for (const component of components()) app.addSchema(component)
+  /** The operational endpoints this app serves, with their error codes by status. */
+  const shownOperational = new Map<OperationalEndpoint, Record<number, ErrorCode[]>>()
 
   app.addHook('onRoute', (route) => {
     const schema = { ...(route.schema ?? {}) } as Record<string, unknown>
@@ -46,13 +286,13 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     for (const [status, answer] of Object.entries(response)) {
       if (answer.description === undefined && SUCCESS[status]) response[status] = { ...answer, description: SUCCESS[status] }
     }
-    response['4xx'] ??= errorResponse('A client error, as the error envelope; `error.code` says which (see the error catalogue)')
-    response['5xx'] ??= errorResponse('A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After')
     schema.response = response
-    if (route.url.startsWith('/api/') && schema.querystring === undefined) schema.querystring = EmptyQuery
+    const api = route.url.startsWith('/api/')
+    if (api && schema.querystring === undefined) schema.querystring = EmptyQuery
     // A route that declares no body takes none: a field sent anyway is refused like any unknown field.
-    const takesBody = [route.method].flat().some(method => BODY_METHODS.has(method))
-    if (route.url.startsWith('/api/') && takesBody && schema.body === undefined && schema.hide !== true) {
+    const methods = methodsOf(route)
+    const takesBody = methods.some(method => BODY_METHODS.has(method))
+    if (api && takesBody && schema.body === undefined && schema.hide !== true) {
       schema.body = EmptyBody
       schema[OPTIONAL_BODY] = true
     }
@@ -62,6 +302,33 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       schema.security = route.config?.access === 'public' ? [] : CREDENTIALS
     }
     route.schema = schema
+
+    const operational = OPERATIONAL[`${methods[0]} ${route.url}`]
+    if (operational) {
+      // Documented from its table entry (ops/docs/operational.ts), not from its route schema.
+      const errors = byStatus(['INTERNAL_ERROR', ...operational.errors])
+      const statuses = [...Object.keys(operational.operation.responses).map(Number), ...Object.keys(errors).map(Number)]
+      route.config = { ...route.config, documented: { statuses, errors } }
+      shownOperational.set(operational, errors)
+      return
+    }
+    if (schema.hide === true) return
+    const shape = { url: route.url, methods, schema, config: route.config }
+    const errors = byStatus([...impliedErrors(shape), ...(route.config?.errors ?? [])])
+    const successes = Object.keys(response).filter(status => /^\d+$/.test(status)).map(Number)
+    const statuses = [...successes, ...(conditional(methods, route.config) ? [304] : []), ...Object.keys(errors).map(Number)]
+    route.config = { ...route.config, documented: { statuses, errors } }
+    const answers: Answers = {
+      api,
+      errors,
+      sends: [...(route.config.sends ?? [])],
+      rateLimited: route.config.authRateLimited === true,
+      idempotent: headerNames(schema).includes('idempotency-key'),
+      conditional: conditional(methods, route.config),
+      constraints: constraintsOf(schema.querystring),
+      unknownQueryRefused: api && (schema.querystring as { additionalProperties?: unknown }).additionalProperties === false,
+    }
+    schema[ANSWERS] = answers
   })
 
   await app.register(swagger, {
@@ -70,7 +337,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       info: {
         title: 'Order service API',
         version: pkg.version,
-        description: 'Orders, stock reservation, payments and fulfilment. Every /api response is an envelope `{success, data, error}`; errors are `application/problem+json`. The reference page is at /docs/index.html.',
+        description: 'Orders, stock reservation, payments and fulfilment. Every /api response is an envelope `{success, data, error}`; errors are `application/problem+json`, and each operation lists the statuses it can answer with the `error.code`s of each. Every answer carries `X-Request-Id`. A known path called with a method it does not support answers 405 METHOD_NOT_ALLOWED with `Allow` listing the methods it does support; a path ending in `/` under /api is 404 RESOURCE_NOT_FOUND, and /api/v2 is 404 API_VERSION_NOT_AVAILABLE. The reference page is at /docs/index.html.',
         contact: { name: 'Order service maintainers' },
       },
       servers: [{ url: '/' }],
@@ -83,7 +350,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
         { name: 'events', description: 'Every announced change of an order or its payment, as committed: the event feed (ADMIN role)' },
         { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role)' },
-        { name: 'operations', description: 'Service health' },
+        { name: 'operations', description: 'Health, readiness and liveness, build information, metrics, and the documentation itself (not envelopes)' },
       ],
       components: {
         securitySchemes: {
@@ -92,16 +359,37 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         },
       },
     },
+    // The document's view of a route: every schema marked `x-document-as` is shown as it says.
+    transform: ({ schema, url }) => {
+      if (!schema || (schema as { hide?: boolean }).hide) return { schema, url }
+      const shown = { ...schema } as Record<string, unknown>
+      for (const part of ['params', 'querystring', 'headers', 'body']) {
+        if (shown[part] !== undefined) shown[part] = documented(shown[part])
+      }
+      return { schema: shown as never, url }
+    },
     transformObject: (document) => {
-      const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown> } }).openapiObject
+      const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
       for (const item of Object.values(openapiObject.paths ?? {})) {
-        for (const operation of Object.values(item as Record<string, Record<string, unknown>>)) {
+        for (const operation of Object.values(item as Record<string, OpenApiOperation>)) {
           if (operation[OPTIONAL_BODY] === true && operation.requestBody) {
-            (operation.requestBody as { required: boolean }).required = false
+            operation.requestBody.required = false
+            operation.requestBody.description = 'Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST.'
           }
           delete operation[OPTIONAL_BODY]
+          const answers = operation[ANSWERS] as Answers | undefined
+          delete operation[ANSWERS]
+          if (answers) completeOperation(operation, answers)
         }
       }
+      for (const [endpoint, errors] of shownOperational) {
+        const operation = structuredClone(endpoint.operation) as OpenApiOperation
+        completeOperation(operation, { ...NO_ANSWERS, errors })
+        const paths = openapiObject.paths ??= {}
+        paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
+      }
+      openapiObject.components.headers = HEADERS
+      Object.assign(openapiObject.components.schemas ??= {}, OPERATIONAL_SCHEMAS)
       return openapiObject as never
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `schema${i}`) },

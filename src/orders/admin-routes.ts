@@ -40,7 +40,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   }, async (request) => ok(await pageAllOrders(app.db, request.query)))
 
   app.get('/api/v1/admin/orders/export', {
-    config: { access: 'admin' },
+    config: { access: 'admin', sends: ['Content-Disposition'] },
     schema: {
       tags,
       operationId: 'adminExportOrders',
@@ -61,7 +61,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   })
 
   app.get('/api/v1/admin/orders/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['ORDER_NOT_FOUND'], sends: ['ETag'] },
     schema: {
       tags,
       operationId: 'adminGetOrder',
@@ -77,7 +77,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
   })
 
   app.patch('/api/v1/admin/orders/:id', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['ORDER_NOT_FOUND', 'INVALID_ORDER_STATUS'], sends: ['ETag'] },
     schema: {
       tags,
       operationId: 'adminUpdateOrder',

@@ -26,7 +26,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   const tags = ['orders']
 
   app.post('/api/v1/orders', {
-    config: { access: 'member' },
+    config: { access: 'member', errors: ['ACCESS_DENIED', 'INSUFFICIENT_STOCK'], sends: ['Location', 'ETag'] },
     schema: {
       tags,
       operationId: 'placeOrder',
@@ -74,7 +74,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }, async (request) => ok(await listOwnOrders(app.db, principalOf(request), request.query)))
 
   app.get('/api/v1/orders/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['ORDER_NOT_FOUND'], sends: ['ETag'] },
     schema: {
       tags,
       operationId: 'getOrder',
@@ -90,7 +90,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   })
 
   app.get('/api/v1/orders/:id/items', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['ORDER_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'listOrderItems',
@@ -102,7 +102,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }, async (request) => ok((await getOrder(app.db, principalOf(request), request.params.id)).items))
 
   app.get('/api/v1/orders/:id/history', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['ORDER_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getOrderHistory',
@@ -120,7 +120,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   ]
   for (const [verb, summary] of verbs) {
     app.patch(`/api/v1/orders/:id/${verb}`, {
-      config: { access: 'owner' },
+      config: { access: 'owner', errors: ['ORDER_NOT_FOUND', 'INVALID_ORDER_STATUS'], sends: ['ETag'] },
       schema: {
         tags,
         operationId: `${verb}Order`,
@@ -141,7 +141,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   }
 
   app.put('/api/v1/orders/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['ORDER_NOT_FOUND', 'INVALID_ORDER_STATUS'], sends: ['ETag'] },
     schema: {
       tags,
       operationId: 'replaceOrder',
@@ -162,7 +162,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   })
 
   app.patch('/api/v1/orders/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['ORDER_NOT_FOUND', 'INVALID_ORDER_STATUS'], sends: ['ETag'] },
     schema: {
       tags,
       operationId: 'updateOrder',

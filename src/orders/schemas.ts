@@ -1,17 +1,29 @@
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../members/schemas.js'
-import { Currency, Id, IdempotencyKeyField, Money, Nullable, PageQuery, SliceQuery, SortQuery, Timestamp, TimestampQuery } from '../http/schemas.js'
+import {
+  Component, Currency, documentAs, Envelope, Id, IdempotencyKeyField, Money, Nullable, Page, PageQuery, Ref, Slice, SliceQuery, SortQuery, Timestamp, TimestampQuery,
+} from '../http/schemas.js'
 
 export const ORDER_STATUSES = ['PENDING', 'PLACED', 'CONFIRMED', 'DELIVERED', 'CANCELLED', 'DELETED'] as const
-export const OrderStatusSchema = Type.Enum([...ORDER_STATUSES])
+export const OrderStatusSchema = Component('OrderStatus', Type.Enum([...ORDER_STATUSES], {
+  description: 'PLACED → CONFIRMED → DELIVERED, or CANCELLED; DELETED is a soft delete. PENDING is a legacy status: no order ' +
+    'placed through this API enters it; orders carried over from an earlier system may still have it, and it behaves as ' +
+    'PLACED everywhere (the same verbs and transitions, no reservation deadline).',
+}))
 export type OrderStatus = Static<typeof OrderStatusSchema>
 
+/** A comma-separated list of `values` (spaces around each allowed), as `parseList` (http/paging.ts) reads it. */
+export const commaListPattern = (values: readonly string[]) => {
+  const one = `\\s*(${values.map(value => value.replaceAll('.', '\\.')).join('|')})\\s*`
+  return `^${one}(,${one})*$`
+}
+
 /** The state-changing verbs a caller may be offered in `allowedActions`. */
-export const VerbSchema = Type.Enum(['confirm', 'cancel', 'delete', 'deliver'])
+export const VerbSchema = Component('OrderVerb', Type.Enum(['confirm', 'cancel', 'delete', 'deliver']))
 export type Verb = Static<typeof VerbSchema>
 
 /** Every `action` a history entry can carry. */
-export const OrderActionSchema = Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update', 'expire'])
+export const OrderActionSchema = Component('OrderAction', Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update', 'expire']))
 export type OrderAction = Static<typeof OrderActionSchema>
 
 const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
@@ -33,57 +45,65 @@ export const IfMatchHeaders = Type.Object({
   'if-match': Type.Optional(Type.String({ description: 'The ETag of the version being changed; a mismatch is 412' })),
 })
 
-export const OrderItem = Type.Object({
+export const OrderItem = Component('OrderItem', Type.Object({
   productId: Id,
   productName: Type.String(),
   quantity: Type.Integer(),
   unitPrice: Money,
   lineTotal: Money,
-})
+}, { description: 'An order line at the price it was ordered at' }))
 export type OrderItem = Static<typeof OrderItem>
 
-export const OrderDetail = Type.Object({
+export const OrderDetail = Component('Order', Type.Object({
   orderId: Id,
   customerId: Id,
-  status: OrderStatusSchema,
-  items: Type.Array(OrderItem),
+  status: Ref(OrderStatusSchema),
+  items: Type.Array(Ref(OrderItem)),
   totalAmount: Money,
   currency: Currency,
   shippingAddress: Nullable(Type.String()),
   memo: Nullable(Type.String()),
   paymentId: Nullable(Id),
   version: Type.Integer({ description: 'Increases with every change; the ETag is derived from it' }),
-  allowedActions: Type.Array(VerbSchema, { description: 'The verbs the caller may apply now' }),
+  allowedActions: Type.Array(Ref(VerbSchema), { description: 'The verbs the caller may apply now' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-})
+}, { description: 'An order with its items, as its customer or an admin reads it' }))
 export type OrderDetail = Static<typeof OrderDetail>
 
-export const OrderSummary = Type.Object({
+export const OrderSummary = Component('OrderSummary', Type.Object({
   orderId: Id,
   customerId: Id,
-  status: OrderStatusSchema,
+  status: Ref(OrderStatusSchema),
   itemCount: Type.Integer({ description: 'Number of order lines' }),
   totalAmount: Money,
   currency: Currency,
   createdAt: Timestamp,
-})
+}, { description: 'An order as lists show it' }))
 export type OrderSummary = Static<typeof OrderSummary>
 
-export const HistoryEntry = Type.Object({
-  from: Nullable(OrderStatusSchema),
-  to: OrderStatusSchema,
-  action: OrderActionSchema,
+export const HistoryEntry = Component('OrderHistoryEntry', Type.Object({
+  from: Nullable(Ref(OrderStatusSchema)),
+  to: Ref(OrderStatusSchema),
+  action: Ref(OrderActionSchema),
   actorId: Nullable(Id),
-  actorRole: Nullable(RoleSchema),
+  actorRole: Nullable(Ref(RoleSchema)),
   at: Timestamp,
-})
+}, { description: 'One change of an order: its status, memo or address' }))
 export type HistoryEntry = Static<typeof HistoryEntry>
 
-const StatusFilter = Type.String({
+/** Checked by the service (`parseList`, with its own message); the document shows the rule as a pattern. */
+const StatusFilter = documentAs(Type.String({
   minLength: 1,
   maxLength: 200,
   description: 'One status or several, comma-separated',
+  examples: ['PLACED,CONFIRMED'],
+}), {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: commaListPattern(ORDER_STATUSES),
+  description: `One status or several, comma-separated (${ORDER_STATUSES.join(', ')})`,
   examples: ['PLACED,CONFIRMED'],
 })
 
@@ -135,14 +155,21 @@ export type AdminPatchOrderBody = Static<typeof AdminPatchOrderBody>
 
 export const PatchOrderBody = Type.Object({
   orderId: Id,
-  status: Type.Optional(Nullable(OrderStatusSchema)),
+  status: Type.Optional(Nullable(Ref(OrderStatusSchema))),
   memo: Type.Optional(Nullable(Memo)),
 }, { additionalProperties: false })
 export type PatchOrderBody = Static<typeof PatchOrderBody>
 
 export const PutOrderBody = Type.Object({
-  status: OrderStatusSchema,
+  status: Ref(OrderStatusSchema),
   memo: Nullable(Memo),
   shippingAddress: Nullable(ShippingAddress),
 }, { additionalProperties: false })
 export type PutOrderBody = Static<typeof PutOrderBody>
+
+/** The answers' envelopes, made when this module loads (named components: `OrderEnvelope`, …). */
+export const OrderEnvelope = Envelope(OrderDetail)
+export const OrderSummarySliceEnvelope = Envelope(Slice(OrderSummary))
+export const OrderSummaryPageEnvelope = Envelope(Page(OrderSummary))
+export const OrderItemListEnvelope = Envelope(Type.Array(OrderItem))
+export const OrderHistoryEntryListEnvelope = Envelope(Type.Array(HistoryEntry))

@@ -43,7 +43,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
   }, async (request) => ok(await listPaymentHistory(app.db, principalOf(request), request.query)))
 
   app.get('/api/v1/payments/:id', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['PAYMENT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getPayment',
@@ -55,7 +55,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
   }, async (request) => ok(await getPayment(app.db, principalOf(request), request.params.id)))
 
   app.patch('/api/v1/payments/:id/process', {
-    config: { access: 'owner' },
+    config: { access: 'owner', errors: ['PAYMENT_NOT_FOUND', 'INVALID_PAYMENT_STATUS', 'PAYMENT_DECLINED'] },
     schema: {
       tags,
       operationId: 'processPayment',
@@ -77,7 +77,7 @@ export const paymentRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Payment
   })
 
   app.patch('/api/v1/payments/:id/refund', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['PAYMENT_NOT_FOUND', 'INVALID_PAYMENT_STATUS'] },
     schema: {
       tags,
       operationId: 'refundPayment',

@@ -1,25 +1,27 @@
 import { Type, type Static } from 'typebox'
-import { Currency, Id, IdempotencyKeyField, Money, Nullable, SliceQuery, Timestamp } from '../http/schemas.js'
+import {
+  Component, Currency, Envelope, Id, IdempotencyKeyField, Money, Nullable, Ref, Slice, SliceQuery, Timestamp,
+} from '../http/schemas.js'
 
 export const PAYMENT_STATUSES = ['PENDING', 'COMPLETED', 'FAILED', 'PARTIALLY_REFUNDED', 'REFUNDED', 'CANCELLED'] as const
-export const PaymentStatusSchema = Type.Enum([...PAYMENT_STATUSES])
+export const PaymentStatusSchema = Component('PaymentStatus', Type.Enum([...PAYMENT_STATUSES]))
 export type PaymentStatus = Static<typeof PaymentStatusSchema>
 
 /** Money has been captured and not all of it returned (a refund or a delivery needs this). */
 export const isCaptured = (status: PaymentStatus | null) => status === 'COMPLETED' || status === 'PARTIALLY_REFUNDED'
 
-export const Payment = Type.Object({
+export const Payment = Component('Payment', Type.Object({
   paymentId: Id,
   orderId: Id,
   amount: Money,
   refundedAmount: Money,
   currency: Currency,
-  status: PaymentStatusSchema,
+  status: Ref(PaymentStatusSchema),
   method: Nullable(Type.String({ description: 'How the customer paid (e.g. CARD), as the provider reports it; null until processed' })),
   failureReason: Nullable(Type.String({ description: 'Why the last attempt was declined; null otherwise' })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-})
+}, { description: 'The payment of a confirmed order' }))
 export type Payment = Static<typeof Payment>
 
 export const ProcessPaymentBody = Type.Object({
@@ -41,3 +43,7 @@ export type RefundPaymentBody = Static<typeof RefundPaymentBody>
 
 export const PaymentHistoryQuery = Type.Object({ ...SliceQuery }, { additionalProperties: false })
 export type PaymentHistoryQuery = Static<typeof PaymentHistoryQuery>
+
+/** The answers' envelopes, made when this module loads (named components). */
+export const PaymentEnvelope = Envelope(Payment)
+export const PaymentSliceEnvelope = Envelope(Slice(Payment))

@@ -16,7 +16,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const base = '/api/v1/admin/webhook-endpoints'
 
   app.post(base, {
-    config: { access: 'admin' },
+    config: { access: 'admin', sends: ['Location'] },
     schema: {
       tags,
       operationId: 'createWebhookEndpoint',
@@ -45,7 +45,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await pageEndpoints(app.db, request.query)))
 
   app.get(`${base}/:id`, {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'getWebhookEndpoint',
@@ -57,7 +57,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await getEndpoint(app.db, request.params.id)))
 
   app.patch(`${base}/:id`, {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'updateWebhookEndpoint',
@@ -71,7 +71,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await changeEndpoint(app.db, settings, request.params.id, request.body)))
 
   app.patch(`${base}/:id/rotate-secret`, {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'rotateWebhookSecret',
@@ -83,7 +83,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await rotateSecret(app.db, request.params.id)))
 
   app.patch(`${base}/:id/delete`, {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'deleteWebhookEndpoint',
@@ -98,7 +98,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get(`${base}/:id/deliveries`, {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
     schema: {
       tags,
       operationId: 'listWebhookDeliveries',
@@ -111,7 +111,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => ok(await pageEndpointDeliveries(app.db, request.params.id, request.query)))
 
   app.patch('/api/v1/admin/webhook-deliveries/:id/retry', {
-    config: { access: 'admin' },
+    config: { access: 'admin', errors: ['WEBHOOK_DELIVERY_NOT_FOUND', 'WEBHOOK_ENDPOINT_DISABLED'] },
     schema: {
       tags,
       operationId: 'retryWebhookDelivery',

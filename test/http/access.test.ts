@@ -31,6 +31,18 @@ const PUBLIC = new Set([
   'get /api/v1/products/categories/{categoryId}',
   'get /oauth2/authorization/{id}',
   'get /login/oauth2/code/{id}',
+  // The operational and docs endpoints (CONTRACT §11: documented, tagged operations).
+  'get /actuator/health',
+  'get /actuator/health/liveness',
+  'get /actuator/health/readiness',
+  'get /actuator/info',
+  'get /actuator/prometheus',
+  'get /actuator/metrics',
+  'get /actuator/metrics/{name}',
+  'get /v3/api-docs',
+  'get /docs',
+  'get /docs/index.html',
+  'get /swagger-ui.html',
 ])
 
 // Admin-only operations outside /api/v1/admin/**.

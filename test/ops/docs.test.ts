@@ -73,8 +73,10 @@ describe('reference docs', () => {
       }
     })
 
-    it('is not itself in the OpenAPI document', () => {
-      assert.ok(!Object.keys(doc.paths).some(path => /^\/(docs|swagger-ui)/.test(path)))
+    it('is in the OpenAPI document as an operations endpoint (CONTRACT §11), not an envelope', () => {
+      assert.deepEqual(Object.keys(doc.paths).filter(path => /^\/(docs|swagger-ui)/.test(path)).sort(), ['/docs', '/docs/index.html', '/swagger-ui.html'])
+      assert.deepEqual(doc.paths['/docs/index.html'].get.tags, ['operations'])
+      assert.deepEqual(Object.keys(doc.paths['/docs/index.html'].get.responses['200'].content), ['text/html'])
     })
   })
 

@@ -85,10 +85,13 @@ describeEachBackend('actuator health', (ctx) => {
     assert.equal((await ctx.api.inject({ method: 'GET', url: '/api/v1/products?foo=bar' })).statusCode, 400)
   })
 
-  it('keeps the actuator out of the OpenAPI document', async () => {
+  it('documents the actuator health endpoints in the OpenAPI document, tagged operations (CONTRACT §11)', async () => {
     const res = await ctx.api.inject({ method: 'GET', url: '/v3/api-docs' })
     assert.equal(res.statusCode, 200)
-    assert.deepEqual(Object.keys(res.json().paths).filter(path => path.startsWith('/actuator')), [])
+    const paths = res.json().paths
+    for (const path of ['/actuator/health', '/actuator/health/liveness', '/actuator/health/readiness', '/actuator/info']) {
+      assert.deepEqual(paths[path].get.tags, ['operations'], path)
+    }
   })
 })
 

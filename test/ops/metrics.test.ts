@@ -226,8 +226,10 @@ describeEachBackend('metrics', (ctx) => {
     for (const name of ['http.server.requests', 'db.query', 'orders.placed', 'orders.cancelled', 'payments.processed', 'process.cpu.user', 'nodejs.eventloop.lag']) {
       assert.ok(names.includes(name), `${name} in ${names.join(', ')}`)
     }
+    // Documented as operations endpoints (CONTRACT §11), in their own shapes.
     const paths = Object.keys((await ctx.api.inject({ method: 'GET', url: '/v3/api-docs' })).json().paths)
-    assert.deepEqual(paths.filter(path => path.startsWith('/actuator/metrics') || path === '/actuator/prometheus'), [])
+    assert.deepEqual(paths.filter(path => path.startsWith('/actuator/metrics') || path === '/actuator/prometheus').sort(),
+      ['/actuator/metrics', '/actuator/metrics/{name}', '/actuator/prometheus'])
   })
 
   it('describes one metric in Spring\'s shape: a timer, a counter, a gauge; tag drill-down; the Prometheus name works too', async () => {
