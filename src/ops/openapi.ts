@@ -229,7 +229,26 @@ type OpenApiOperation = Record<string, unknown> & {
 }
 
 /** Writes an operation's responses, headers and rules from what its route declared (`Answers`). */
-function completeOperation (operation: OpenApiOperation, answers: Answers): void {
+/**
+ * Error responses are written once each, under components.responses, named by status, codes and
+ * headers (`Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND`); operations refer to them.
+ */
+type SharedResponses = Map<string, { name: string, response: Record<string, unknown> }>
+
+function shared (responses: SharedResponses, base: string, response: Record<string, unknown>): { $ref: string } {
+  const key = JSON.stringify(response)
+  let entry = responses.get(key)
+  if (!entry) {
+    const taken = new Set([...responses.values()].map(other => other.name))
+    let name = base
+    for (let n = 2; taken.has(name); n++) name = `${base}_${n}`
+    entry = { name, response }
+    responses.set(key, entry)
+  }
+  return { $ref: `#/components/responses/${entry.name}` }
+}
+
+function completeOperation (operation: OpenApiOperation, answers: Answers, errorResponses: SharedResponses): void {
   const responses = operation.responses ?? {}
   for (const [status, response] of Object.entries(responses)) {
     response.headers = { ...headersOf(answers, Number(status)), ...(response.headers as object | undefined) }
@@ -245,11 +264,11 @@ function completeOperation (operation: OpenApiOperation, answers: Answers): void
     }]
   }
   for (const [status, codes] of Object.entries(answers.errors)) {
-    responses[status] = {
+    responses[status] = shared(errorResponses, `Error${status}_${codes.join('_')}`, {
       description: `${STATUS_CODES[Number(status)] ?? 'Error'}: ${codes.map(code => `${code} (${ERRORS[code].title})`).join(', ')}`,
       headers: headersOf(answers, Number(status)),
       content: { 'application/problem+json': { schema: errorSchema(codes) } },
-    }
+    })
   }
   operation.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
   const rules: string[] = []
@@ -370,6 +389,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     },
     transformObject: (document) => {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
+      const errorResponses: SharedResponses = new Map()
       for (const item of Object.values(openapiObject.paths ?? {})) {
         for (const operation of Object.values(item as Record<string, OpenApiOperation>)) {
           if (operation[OPTIONAL_BODY] === true && operation.requestBody) {
@@ -379,16 +399,18 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
           delete operation[OPTIONAL_BODY]
           const answers = operation[ANSWERS] as Answers | undefined
           delete operation[ANSWERS]
-          if (answers) completeOperation(operation, answers)
+          if (answers) completeOperation(operation, answers, errorResponses)
         }
       }
       for (const [endpoint, errors] of shownOperational) {
         const operation = structuredClone(endpoint.operation) as OpenApiOperation
-        completeOperation(operation, { ...NO_ANSWERS, errors })
+        completeOperation(operation, { ...NO_ANSWERS, errors }, errorResponses)
         const paths = openapiObject.paths ??= {}
         paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
       }
       openapiObject.components.headers = HEADERS
+      openapiObject.components.responses = Object.fromEntries([...errorResponses.values()]
+        .sort((a, b) => a.name.localeCompare(b.name)).map(({ name, response }) => [name, response]))
       Object.assign(openapiObject.components.schemas ??= {}, OPERATIONAL_SCHEMAS)
       return openapiObject as never
     },

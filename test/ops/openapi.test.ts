@@ -96,6 +96,17 @@ function operations (doc: Doc): Array<[string, any]> {
     .flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, any] => [`${method} ${path}`, operation]))
 }
 
+/** The document, with each operation's `$ref`s to components.responses replaced by the response. */
+function inlineResponses (doc: Doc): Doc {
+  const copy = structuredClone(doc)
+  for (const [, operation] of operations(copy)) {
+    for (const [status, response] of Object.entries<any>(operation.responses)) {
+      if (response.$ref) operation.responses[status] = copy.components.responses[response.$ref.split('/').at(-1)]
+    }
+  }
+  return copy
+}
+
 /** The error codes an error response lists (the enum of its allOf narrowing of ErrorEnvelope). */
 function codesOf (response: any): string[] {
   const schema = response.content['application/problem+json'].schema
@@ -112,6 +123,7 @@ function * walk (value: unknown): Generator<Record<string, unknown>> {
 
 describe('GET /v3/api-docs', () => {
   let app: FastifyInstance
+  let served: any
   let doc: any
 
   before(async () => {
@@ -119,14 +131,29 @@ describe('GET /v3/api-docs', () => {
     const res = await app.inject({ url: '/v3/api-docs' })
     assert.equal(res.statusCode, 200)
     assert.match(String(res.headers['content-type']), /^application\/json/)
-    doc = res.json()
+    served = res.json()
+    doc = inlineResponses(served)
   })
   after(() => app.close())
 
   it('is a valid OpenAPI 3.1 document', async () => {
-    assert.equal(doc.openapi, '3.1.0')
-    const result = await new Validator().validate(doc)
+    assert.equal(served.openapi, '3.1.0')
+    const result = await new Validator().validate(served)
     assert.deepEqual(result, { valid: true })
+  })
+
+  it('writes each error response once, under components.responses, and refers to it', () => {
+    const names = Object.keys(served.components.responses)
+    assert.ok(names.includes('Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND'), names.join(', '))
+    const bodies = Object.values(served.components.responses).map(response => JSON.stringify(response))
+    assert.equal(new Set(bodies).size, bodies.length)
+    for (const [key, operation] of operations(served)) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (Number(status) >= 400 && response.content?.['application/json'] === undefined) assert.match(response.$ref, /^#\/components\/responses\/Error\d{3}_/, `${key} ${status}`)
+      }
+    }
+    const text = JSON.stringify(served)
+    for (const name of names) assert.ok(text.includes(`"#/components/responses/${name}"`), name)
   })
 
   it('lists every operation and the operational and docs endpoints, and only those (no 405 stand-ins)', () => {

@@ -29,6 +29,12 @@ export interface Parameter {
   example?: unknown
 }
 
+export interface Response {
+  description?: string
+  headers?: Record<string, unknown>
+  content?: Record<string, { schema?: Schema }>
+}
+
 export interface Operation {
   summary?: string
   description?: string
@@ -37,7 +43,7 @@ export interface Operation {
   deprecated?: boolean
   parameters?: Parameter[]
   requestBody?: { required?: boolean, description?: string, content?: Record<string, { schema?: Schema }> }
-  responses?: Record<string, { description?: string, headers?: Record<string, unknown>, content?: Record<string, { schema?: Schema }> }>
+  responses?: Record<string, Response & { $ref?: string }>
   security?: Array<Record<string, string[]>>
 }
 
@@ -48,6 +54,7 @@ export interface OpenApiDocument {
   paths?: Record<string, Record<string, Operation>>
   components?: {
     schemas?: Record<string, Schema>
+    responses?: Record<string, Response>
     securitySchemes?: Record<string, { type: string, scheme?: string, in?: string, name?: string, description?: string }>
   }
 }
@@ -211,7 +218,9 @@ function payloadOf (doc: OpenApiDocument, schema: Schema | undefined): Schema | 
 }
 
 function responsesOf (doc: OpenApiDocument, operation: Operation): string {
-  const rows = Object.entries(operation.responses ?? {}).map(([status, response]) => {
+  const rows = Object.entries(operation.responses ?? {}).map(([status, answer]) => {
+    // Error responses are shared under components.responses.
+    const response = answer.$ref ? doc.components?.responses?.[answer.$ref.replace(/^#\/components\/responses\//, '')] ?? {} : answer
     const media = Object.keys(response.content ?? {})
     const firstContent = Object.values(response.content ?? {})[0]
     const success = /^2/.test(status)
