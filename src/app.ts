@@ -37,7 +37,7 @@ import { expireLapsedReservations } from './orders/lifecycle.js'
 import { orderRoutes } from './orders/routes.js'
 import { simulatedProvider, type PaymentProvider } from './payments/provider.js'
 import { paymentRoutes } from './payments/routes.js'
-import { startDispatcher, type Dispatcher } from './webhooks/dispatcher.js'
+import { DISPATCHER_CONNECTIONS, startDispatcher, type Dispatcher } from './webhooks/dispatcher.js'
 import { webhookRoutes } from './webhooks/routes.js'
 
 declare module 'fastify' {
@@ -178,8 +178,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   // Webhooks: delivered promptly after each change commits (a change answers after its commit), on
   // any instance's change through LISTEN/NOTIFY, else by the poll. Stopped before the pool closes.
+  // On PostgreSQL the dispatcher has two connections of its own: its claims and records must not
+  // queue behind the API's transactions, nor the API's behind them (bench/RESULTS.md, "Events").
+  const dispatcherDatabase = config.databaseUrl
+    ? await openDatabase({ ...config, databasePoolSize: DISPATCHER_CONNECTIONS })
+    : undefined
+  if (dispatcherDatabase) app.addHook('onClose', () => dispatcherDatabase.close())
   const webhooks = startDispatcher({
-    db: database.db,
+    db: dispatcherDatabase?.db ?? database.db,
     config,
     log: app.log,
     listenUrl: database.kind === 'postgres' ? config.databaseUrl : undefined,

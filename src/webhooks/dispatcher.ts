@@ -24,8 +24,17 @@ import { signatureHeader } from './signing.js'
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 const USER_AGENT = `order-service/${VERSION}`
 /** Attempts in flight at once per instance, and to one endpoint (a slow endpoint leaves room for the others). */
-const MAX_IN_FLIGHT = 128
-const MAX_IN_FLIGHT_PER_ENDPOINT = 32
+const MAX_IN_FLIGHT = 256
+const MAX_IN_FLIGHT_PER_ENDPOINT = 64
+/** Rows one claim takes at most: claims follow one another while attempts are in flight. */
+const MAX_CLAIM = 64
+/**
+ * A wake-up looks for due deliveries after this long, so that the wake-ups of many changes (under
+ * load, hundreds a second) share one claim; well within the 1 s an event may take to be attempted.
+ */
+const GATHER_MS = 20
+/** Connections the dispatcher's own pool holds on PostgreSQL: one claims while the other records. */
+export const DISPATCHER_CONNECTIONS = 2
 /** Outcomes recorded by one statement at most. */
 const MAX_RECORD_BATCH = 500
 /** Of a receiver's answer, this much is read; this much of an error is kept. */
@@ -197,6 +206,13 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
         signal,
         maxRedirections: 0,
       })
+      const status = answer.statusCode
+      if (status >= 200 && status < 300) {
+        // A success's body is not kept: at most 4 KiB of it is read and dropped (more closes the connection).
+        await answer.body.dump({ limit: MAX_ANSWER_BYTES })
+        webhookDeliverySeconds.observe(Number(process.hrtime.bigint() - started) / 1e9)
+        return { status: 'SUCCEEDED', responseStatus: status, error: null }
+      }
       // At most 4 KiB of the answer is read; the rest is dropped with the connection.
       const chunks: Buffer[] = []
       let size = 0
@@ -208,10 +224,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
           break
         }
       }
-      const status = answer.statusCode
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9
-      webhookDeliverySeconds.observe(seconds)
-      if (status >= 200 && status < 300) return { status: 'SUCCEEDED', responseStatus: status, error: null }
+      webhookDeliverySeconds.observe(Number(process.hrtime.bigint() - started) / 1e9)
       const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8')
       const error = clip(`HTTP ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}${text ? `: ${text}` : ''}`)
       const retryAfter = status === 429 || status === 503 ? parseRetryAfter(answer.headers['retry-after']) : undefined
@@ -264,7 +277,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
         again = false
         const room = MAX_IN_FLIGHT - inFlight.size
         if (room <= 0) break
-        const claimed = await claimDueDeliveries(db, { limit: room, perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT, busy, claimMs })
+        const claimed = await claimDueDeliveries(db, { limit: Math.min(room, MAX_CLAIM), perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT, busy, claimMs })
         if (stopped) {
           await Promise.allSettled(claimed.map(delivery => releaseClaim(db, delivery)))
           break
@@ -283,7 +296,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
             })
           inFlight.add(running)
         }
-        if (claimed.length === room) again = true
+        if (claimed.length === Math.min(room, MAX_CLAIM)) again = true
       } while (again && !isStopped())
     } catch (error) {
       if (!stopped) log.warn({ err: error }, 'claiming webhook deliveries failed')
@@ -292,8 +305,13 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     }
   }
 
+  let gathering: NodeJS.Timeout | undefined
   function wake (): void {
-    if (!stopped) pump().catch(() => {})
+    if (stopped || gathering) return
+    gathering = setTimeout(() => {
+      gathering = undefined
+      pump().catch(() => {})
+    }, GATHER_MS)
   }
   const isStopped = () => stopped
 
@@ -333,6 +351,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
       stopped = true
       clearInterval(poll)
       if (soonest) clearTimeout(soonest)
+      if (gathering) clearTimeout(gathering)
       if (relisten) clearTimeout(relisten)
       stopping.abort()
       await Promise.allSettled([...inFlight])
