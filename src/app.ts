@@ -192,7 +192,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
   app.decorate('webhooks', webhooks)
   app.addHook('onResponse', (request, _reply, done) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD') webhooks.wake()
+    if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') webhooks.wake()
     done()
   })
   app.addHook('preClose', () => webhooks.close())
