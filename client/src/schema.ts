@@ -14,7 +14,7 @@ export interface paths {
         };
         /**
          * Can the service serve requests now
-         * @description Answers as readiness does: 200 `{status: "UP"}` when the database answers, else 503 SERVICE_UNAVAILABLE with Retry-After.
+         * @description Answers as readiness does: 200 `{status: "UP"}` when the database answers, else 503 SERVICE_UNAVAILABLE with Retry-After. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getHealth"];
         put?: never;
@@ -36,7 +36,7 @@ export interface paths {
         put?: never;
         /**
          * Register a member
-         * @description Mails a verification token to the address.
+         * @description Mails a verification token to the address. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["registerMember"];
         delete?: never;
@@ -54,7 +54,7 @@ export interface paths {
         };
         /**
          * The caller’s own account
-         * @description The account of whoever the credential belongs to, with the registration ids of the OpenID providers linked to it.
+         * @description The account of whoever the credential belongs to, with the registration ids of the OpenID providers linked to it. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getMyAccount"];
         put?: never;
@@ -74,7 +74,7 @@ export interface paths {
         };
         /**
          * A member (the member or an admin)
-         * @description A member reads only their own account; an admin reads any. Another member gets 403 whether or not the id exists.
+         * @description A member reads only their own account; an admin reads any. Another member gets 403 whether or not the id exists. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getMember"];
         put?: never;
@@ -84,7 +84,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member’s name (the member or an admin)
-         * @description Only the name can change here; role and status are changed by an admin through /admin/members/{id}.
+         * @description Only the name can change here; role and status are changed by an admin through /admin/members/{id}. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["updateMember"];
         trace?: never;
@@ -100,7 +100,7 @@ export interface paths {
         put?: never;
         /**
          * Verify an email address with the token mailed at registration
-         * @description The token works once, for 7 days; a bad, used or expired one is 400 INVALID_TOKEN.
+         * @description The token works once, for 7 days; a bad, used or expired one is 400 INVALID_TOKEN. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["verifyEmail"];
         delete?: never;
@@ -120,7 +120,7 @@ export interface paths {
         put?: never;
         /**
          * Log in with email and password
-         * @description Returns an access token (a JWT valid for 15 minutes) and a refresh token (14 days). Failed attempts are counted per email and client address, and per email across all addresses; while either budget is spent the answer is 429, even with the right password. Alternatively `{loginCode}` alone trades the one-time code (60 s) that an OpenID sign-in with a redirect_uri handed over (GET /oauth2/authorization/{id}); an unknown, used or expired code is 401 like a wrong password, and loginCode with email or password is 400 naming loginCode.
+         * @description Returns an access token (a JWT valid for 15 minutes) and a refresh token (14 days). Failed attempts are counted per email and client address, and per email across all addresses; while either budget is spent the answer is 429, even with the right password. Alternatively `{loginCode}` alone trades the one-time code (60 s) that an OpenID sign-in with a redirect_uri handed over (GET /oauth2/authorization/{id}); an unknown, used or expired code is 401 like a wrong password, and loginCode with email or password is 400 naming loginCode. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["login"];
         delete?: never;
@@ -140,7 +140,7 @@ export interface paths {
         put?: never;
         /**
          * Exchange a refresh token for a new token pair
-         * @description Each refresh token works once. Presenting a spent one again revokes the whole session.
+         * @description Each refresh token works once. Presenting a spent one again revokes the whole session. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["refreshTokens"];
         delete?: never;
@@ -160,7 +160,7 @@ export interface paths {
         put?: never;
         /**
          * End the current session
-         * @description The session’s refresh token and access tokens are rejected from then on, on every instance. Needs a bearer session: with X-API-Key, 403.
+         * @description The session’s refresh token and access tokens are rejected from then on, on every instance. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["logout"];
         delete?: never;
@@ -184,7 +184,7 @@ export interface paths {
         head?: never;
         /**
          * Change the caller’s password
-         * @description Ends every other session of the caller and spends their outstanding reset tokens; API keys keep working. A wrong currentPassword counts as a failed login. A member without a password (signed up through an OpenID provider) leaves currentPassword out to set a first one; anyone else must send it. Needs a bearer session: with X-API-Key, 403.
+         * @description Ends every other session of the caller and spends their outstanding reset tokens; API keys keep working. A wrong currentPassword counts as a failed login. A member without a password (signed up through an OpenID provider) leaves currentPassword out to set a first one; anyone else must send it. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["changePassword"];
         trace?: never;
@@ -200,7 +200,7 @@ export interface paths {
         put?: never;
         /**
          * Request a password reset, or complete one
-         * @description `{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password, ends every session and revokes every API key of the member.
+         * @description `{email}` mails a one-time token valid for 1 hour (the answer is the same whether or not the email has an account). `{token, newPassword}` sets the password, ends every session and revokes every API key of the member. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["resetPassword"];
         delete?: never;
@@ -218,13 +218,13 @@ export interface paths {
         };
         /**
          * List the caller’s API keys (without secrets)
-         * @description Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again. Needs a bearer session: with X-API-Key, 403.
+         * @description Every key of the caller, revoked ones included (with revokedAt), newest last; the secrets are never shown again. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listApiKeys"];
         put?: never;
         /**
          * Create an API key
-         * @description The secret is in this answer only; send it as X-API-Key to act as this member. At most 25 active keys per member (one more: 409 API_KEY_LIMIT_REACHED). Needs a bearer session: with X-API-Key, 403.
+         * @description The secret is in this answer only; send it as X-API-Key to act as this member. At most 25 active keys per member (one more: 409 API_KEY_LIMIT_REACHED). Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -248,7 +248,7 @@ export interface paths {
         head?: never;
         /**
          * Revoke one of the caller’s API keys
-         * @description The key stops working at once. Revoking it again changes nothing; a key of someone else is 404. Needs a bearer session: with X-API-Key, 403.
+         * @description The key stops working at once. Revoking it again changes nothing; a key of someone else is 404. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["revokeApiKey"];
         trace?: never;
@@ -262,7 +262,7 @@ export interface paths {
         };
         /**
          * Get a member
-         * @description Any member’s account.
+         * @description Any member’s account. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminGetMember"];
         put?: never;
@@ -272,7 +272,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member's role, status or name
-         * @description A new role or a suspension ends the member's sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status.
+         * @description A new role or a suspension ends the member's sessions: they sign in again (a suspended member cannot until reinstated). An admin cannot change their own role or status. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["adminUpdateMember"];
         trace?: never;
@@ -326,7 +326,7 @@ export interface paths {
         };
         /**
          * List active products, newest first
-         * @description Active products only, newest first, in the cursor (slice) shape. Filters: categoryId (with its subcategories), q, minPrice, maxPrice.
+         * @description Active products only, newest first, in the cursor (slice) shape. Filters: categoryId (with its subcategories), q, minPrice, maxPrice. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinPrice must not be above maxPrice (else 400 naming maxPrice). Cursor and page cannot be sent together (else 400 naming cursor).
          */
         get: operations["listProducts"];
         put?: never;
@@ -346,7 +346,7 @@ export interface paths {
         };
         /**
          * Search active products
-         * @description The same filters as the list. `q` matches words that start words of the name or description, through a full-text index.
+         * @description The same filters as the list. `q` matches words that start words of the name or description, through a full-text index. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinPrice must not be above maxPrice (else 400 naming maxPrice). Cursor and page cannot be sent together (else 400 naming cursor).
          */
         get: operations["searchProducts"];
         put?: never;
@@ -366,7 +366,7 @@ export interface paths {
         };
         /**
          * Get an active product
-         * @description Inactive products do not exist on public paths (404).
+         * @description Inactive products do not exist on public paths (404). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getProduct"];
         put?: never;
@@ -386,13 +386,13 @@ export interface paths {
         };
         /**
          * List every category, by name
-         * @description A plain array of every category, ordered by name; parentId links a subcategory to its parent.
+         * @description A plain array of every category, ordered by name; parentId links a subcategory to its parent. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listCategories"];
         put?: never;
         /**
          * Create a category (admin)
-         * @description Admins only. An unknown parentId is 400 naming the field.
+         * @description Admins only. An unknown parentId is 400 naming the field. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["createCategory"];
         delete?: never;
@@ -410,7 +410,7 @@ export interface paths {
         };
         /**
          * Get a category
-         * @description An unknown category is 404 CATEGORY_NOT_FOUND.
+         * @description An unknown category is 404 CATEGORY_NOT_FOUND. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getCategory"];
         put?: never;
@@ -430,13 +430,13 @@ export interface paths {
         };
         /**
          * List every product (page shape)
-         * @description Every product, inactive ones included, in the offset (page) shape; filters status, categoryId, q, minPrice, maxPrice; sort by createdAt, name, price or stockQuantity.
+         * @description Every product, inactive ones included, in the offset (page) shape; filters status, categoryId, q, minPrice, maxPrice; sort by createdAt, name, price or stockQuantity. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinPrice must not be above maxPrice (else 400 naming maxPrice).
          */
         get: operations["adminListProducts"];
         put?: never;
         /**
          * Create a product
-         * @description Prices are in minor units of the deployment’s currency; status defaults to ACTIVE. An unknown categoryId is 400.
+         * @description Prices are in minor units of the deployment’s currency; status defaults to ACTIVE. An unknown categoryId is 400. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["adminCreateProduct"];
         delete?: never;
@@ -454,12 +454,12 @@ export interface paths {
         };
         /**
          * Get a product, inactive ones included
-         * @description Any product, inactive ones included.
+         * @description Any product, inactive ones included. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminGetProduct"];
         /**
          * Replace a product
-         * @description All six fields are required; description and categoryId may be null. Placed orders keep the prices they were placed at.
+         * @description All six fields are required; description and categoryId may be null. Placed orders keep the prices they were placed at. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         put: operations["adminReplaceProduct"];
         post?: never;
@@ -468,7 +468,7 @@ export interface paths {
         head?: never;
         /**
          * Change some fields of a product (price, stock, status, …)
-         * @description Absent fields are unchanged; description and categoryId may be set to null.
+         * @description Absent fields are unchanged; description and categoryId may be set to null. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["adminUpdateProduct"];
         trace?: never;
@@ -482,13 +482,13 @@ export interface paths {
         };
         /**
          * List my orders, newest first
-         * @description The caller’s own orders, newest first, deleted ones excluded, in the cursor (slice) shape; filter by status (one or several, comma-separated).
+         * @description The caller’s own orders, newest first, deleted ones excluded, in the cursor (slice) shape; filter by status (one or several, comma-separated). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). Cursor and page cannot be sent together (else 400 naming cursor).
          */
         get: operations["listMyOrders"];
         put?: never;
         /**
          * Place an order
-         * @description Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.
+         * @description Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -506,7 +506,7 @@ export interface paths {
         };
         /**
          * Search my orders
-         * @description The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId.
+         * @description The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinTotal must not be above maxTotal (else 400 naming maxTotal). CreatedFrom must be before createdTo (else 400 naming createdTo). Cursor and page cannot be sent together (else 400 naming cursor).
          */
         get: operations["searchMyOrders"];
         put?: never;
@@ -526,12 +526,12 @@ export interface paths {
         };
         /**
          * Get an order
-         * @description The order’s detail with the verbs the caller may apply now (allowedActions) and an ETag for If-Match.
+         * @description The order’s detail with the verbs the caller may apply now (allowedActions) and an ETag for If-Match. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getOrder"];
         /**
          * Replace an order's status, memo and shipping address
-         * @description All three keys are required (memo and shippingAddress may be null). The status must be the current one or a legal target; the address may change only while the order is PLACED, PENDING or CONFIRMED.
+         * @description All three keys are required (memo and shippingAddress may be null). The status must be the current one or a legal target; the address may change only while the order is PLACED, PENDING or CONFIRMED. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         put: operations["replaceOrder"];
         post?: never;
@@ -540,7 +540,7 @@ export interface paths {
         head?: never;
         /**
          * Change an order's status or memo
-         * @description Null or absent fields are left unchanged. `orderId` must equal the path id.
+         * @description Null or absent fields are left unchanged. `orderId` must equal the path id. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["updateOrder"];
         trace?: never;
@@ -554,7 +554,7 @@ export interface paths {
         };
         /**
          * List an order's items
-         * @description The items with the prices they were ordered at, in the order they were submitted.
+         * @description The items with the prices they were ordered at, in the order they were submitted. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listOrderItems"];
         put?: never;
@@ -574,7 +574,7 @@ export interface paths {
         };
         /**
          * An order's status changes, oldest first
-         * @description Every status change: from, to, action, who and when; the first entry is the creation.
+         * @description Every status change: from, to, action, who and when; the first entry is the creation. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getOrderHistory"];
         put?: never;
@@ -600,7 +600,7 @@ export interface paths {
         head?: never;
         /**
          * Confirm an order (its customer only); opens its payment
-         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read).
+         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["confirmOrder"];
         trace?: never;
@@ -620,7 +620,7 @@ export interface paths {
         head?: never;
         /**
          * Cancel an order: releases its stock, refunds or cancels its payment
-         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read).
+         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["cancelOrder"];
         trace?: never;
@@ -640,7 +640,7 @@ export interface paths {
         head?: never;
         /**
          * Soft-delete an order (cancelling it first if it is active)
-         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read).
+         * @description No request body. Applying a verb to an order already in its target state changes nothing. The answer carries the order’s new `ETag` (for `delete`, the deleted order’s version, which admins can still read). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["deleteOrder"];
         trace?: never;
@@ -654,7 +654,7 @@ export interface paths {
         };
         /**
          * List every order (page shape)
-         * @description Every status, DELETED included, unless `status` says otherwise. Default sort `createdAt,desc`.
+         * @description Every status, DELETED included, unless `status` says otherwise. Default sort `createdAt,desc`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminListOrders"];
         put?: never;
@@ -674,7 +674,7 @@ export interface paths {
         };
         /**
          * Search every order (page shape)
-         * @description The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId, in the offset (page) shape.
+         * @description The list’s filters plus createdFrom (inclusive), createdTo (exclusive), minTotal, maxTotal and productId, in the offset (page) shape. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinTotal must not be above maxTotal (else 400 naming maxTotal). CreatedFrom must be before createdTo (else 400 naming createdTo).
          */
         get: operations["adminSearchOrders"];
         put?: never;
@@ -694,7 +694,7 @@ export interface paths {
         };
         /**
          * Export orders as CSV
-         * @description The search's filters and sort, every matching order, streamed (`text/csv`, an attachment). Not an envelope.
+         * @description The search's filters and sort, every matching order, streamed (`text/csv`, an attachment). Not an envelope. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). MinTotal must not be above maxTotal (else 400 naming maxTotal). CreatedFrom must be before createdTo (else 400 naming createdTo).
          */
         get: operations["adminExportOrders"];
         put?: never;
@@ -714,7 +714,7 @@ export interface paths {
         };
         /**
          * Get any order, soft-deleted ones included
-         * @description Any customer’s order, soft-deleted ones included, with its ETag.
+         * @description Any customer’s order, soft-deleted ones included, with its ETag. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminGetOrder"];
         put?: never;
@@ -724,7 +724,7 @@ export interface paths {
         head?: never;
         /**
          * Deliver or cancel an order, or change its memo
-         * @description `status: DELIVERED` needs a CONFIRMED order with a COMPLETED or PARTIALLY_REFUNDED payment. `status: CANCELLED` releases stock and refunds or cancels the payment. Null or absent fields are unchanged.
+         * @description `status: DELIVERED` needs a CONFIRMED order with a COMPLETED or PARTIALLY_REFUNDED payment. `status: CANCELLED` releases stock and refunds or cancels the payment. Null or absent fields are unchanged. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["adminUpdateOrder"];
         trace?: never;
@@ -738,7 +738,7 @@ export interface paths {
         };
         /**
          * List my payments, newest first
-         * @description The caller’s payments, newest first, in the cursor (slice) shape.
+         * @description The caller’s payments, newest first, in the cursor (slice) shape. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total). Cursor and page cannot be sent together (else 400 naming cursor).
          */
         get: operations["listMyPayments"];
         put?: never;
@@ -758,7 +758,7 @@ export interface paths {
         };
         /**
          * Get a payment (its customer or an admin)
-         * @description Readable by the order’s customer (also after the order was deleted) and by admins.
+         * @description Readable by the order’s customer (also after the order was deleted) and by admins. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getPayment"];
         put?: never;
@@ -784,7 +784,7 @@ export interface paths {
         head?: never;
         /**
          * Pay: charge the payment through the payment provider (its customer only)
-         * @description PENDING or FAILED → COMPLETED, or FAILED with 402 when the provider declines (it may be processed again). A COMPLETED payment is answered as it is. With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`.
+         * @description PENDING or FAILED → COMPLETED, or FAILED with 402 when the provider declines (it may be processed again). A COMPLETED payment is answered as it is. With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["processPayment"];
         trace?: never;
@@ -804,7 +804,7 @@ export interface paths {
         head?: never;
         /**
          * Refund a payment, fully or in part (admin)
-         * @description Without `amount`, refunds everything not yet refunded. Never more than is left. With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`.
+         * @description Without `amount`, refunds everything not yet refunded. Never more than is left. With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["refundPayment"];
         trace?: never;
@@ -818,7 +818,7 @@ export interface paths {
         };
         /**
          * Read the event feed, oldest first
-         * @description Every event in commit order, in the cursor (slice) shape; filters `type` (comma-separated) and `orderId`. `nextCursor` is never null: at the end of the feed it is the position to poll from later. A consumer that keeps following it sees every event exactly once. No `page`; a cursor older than EVENT_RETENTION is 410 CURSOR_EXPIRED.
+         * @description Every event in commit order, in the cursor (slice) shape; filters `type` (comma-separated) and `orderId`. `nextCursor` is never null: at the end of the feed it is the position to poll from later. A consumer that keeps following it sees every event exactly once. No `page`; a cursor older than EVENT_RETENTION is 410 CURSOR_EXPIRED. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listEvents"];
         put?: never;
@@ -838,7 +838,7 @@ export interface paths {
         };
         /**
          * Get one event
-         * @description The event as the feed and webhooks carry it.
+         * @description The event as the feed and webhooks carry it. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getEvent"];
         put?: never;
@@ -858,13 +858,13 @@ export interface paths {
         };
         /**
          * List webhook endpoints (page shape)
-         * @description Every endpoint, newest first, without secrets.
+         * @description Every endpoint, newest first, without secrets. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Events committed from now on are POSTed to `url` (Standard Webhooks). `eventTypes` absent or null = every type. The answer carries the signing `secret`, shown only here and on rotation. `url` must be https:// and name a public host (unless WEBHOOK_ALLOW_PRIVATE); at most 50 endpoints.
+         * @description Events committed from now on are POSTed to `url` (Standard Webhooks). `eventTypes` absent or null = every type. The answer carries the signing `secret`, shown only here and on rotation. `url` must be https:// and name a public host (unless WEBHOOK_ALLOW_PRIVATE); at most 50 endpoints. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -882,7 +882,7 @@ export interface paths {
         };
         /**
          * Get a webhook endpoint
-         * @description The endpoint, without its secret.
+         * @description The endpoint, without its secret. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -892,7 +892,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint (url, eventTypes, description, status)
-         * @description Absent fields are unchanged; `eventTypes: null` = every type. Setting status DISABLED stops its PENDING deliveries as FAILED; events committed while it is DISABLED are not delivered to it (read them from the event feed).
+         * @description Absent fields are unchanged; `eventTypes: null` = every type. Setting status DISABLED stops its PENDING deliveries as FAILED; events committed while it is DISABLED are not delivered to it (read them from the event feed). Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -912,7 +912,7 @@ export interface paths {
         head?: never;
         /**
          * Rotate the signing secret
-         * @description A new secret, shown in the answer; for 24 hours deliveries carry signatures with both the old and the new secret.
+         * @description A new secret, shown in the answer; for 24 hours deliveries carry signatures with both the old and the new secret. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["rotateWebhookSecret"];
         trace?: never;
@@ -932,7 +932,7 @@ export interface paths {
         head?: never;
         /**
          * Delete a webhook endpoint
-         * @description The endpoint is gone (404 afterwards) and gets nothing more; its PENDING deliveries stop as FAILED.
+         * @description The endpoint is gone (404 afterwards) and gets nothing more; its PENDING deliveries stop as FAILED. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["deleteWebhookEndpoint"];
         trace?: never;
@@ -946,7 +946,7 @@ export interface paths {
         };
         /**
          * An endpoint’s delivery log (page shape)
-         * @description Its deliveries, newest first (deliveryId desc); filter `status`.
+         * @description Its deliveries, newest first (deliveryId desc); filter `status`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -972,7 +972,7 @@ export interface paths {
         head?: never;
         /**
          * Retry a delivery now
-         * @description In any status: the delivery becomes PENDING, due now, on a fresh retry schedule; `attempts` keeps counting. A delivery to a DISABLED endpoint is 409 WEBHOOK_ENDPOINT_DISABLED.
+         * @description In any status: the delivery becomes PENDING, due now, on a fresh retry schedule; `attempts` keeps counting. A delivery to a DISABLED endpoint is 409 WEBHOOK_ENDPOINT_DISABLED. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         patch: operations["retryWebhookDelivery"];
         trace?: never;
@@ -986,7 +986,7 @@ export interface paths {
         };
         /**
          * List members (page shape)
-         * @description Every member in the offset (page) shape; filters role and status; sort by createdAt, email or name.
+         * @description Every member in the offset (page) shape; filters role and status; sort by createdAt, email or name. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminListMembers"];
         put?: never;
@@ -1006,9 +1006,229 @@ export interface paths {
         };
         /**
          * Search members by email or name (page shape)
-         * @description The list’s filters plus q, a case-insensitive part of the email or the name.
+         * @description The list’s filters plus q, a case-insensitive part of the email or the name. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         get: operations["adminSearchMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/prometheus": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every metric in the Prometheus text format
+         * @description For a Prometheus scrape (docs: the metrics catalogue).
+         */
+        get: operations["getPrometheusMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The names of the metrics
+         * @description Each name can be read at /actuator/metrics/{name}.
+         */
+        get: operations["listMetricNames"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/metrics/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One metric, optionally narrowed by tags
+         * @description Repeat `tag=key:value` to narrow to the series with those labels; a tag matching no series is 404, one not written key:value is 400.
+         */
+        get: operations["getMetric"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/api-docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This OpenAPI 3.1 document
+         * @description The document every generated client and the reference pages are built from.
+         */
+        get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Health of the instance
+         * @description `{status}`; ADMIN callers (a credential is optional) also get `components` with details. 200 when UP, 503 when DOWN; never cached. Unknown query parameters are ignored.
+         */
+        get: operations["getActuatorHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/health/liveness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness: the process serves requests
+         * @description Always 200 UP while the process answers; no dependency is checked.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/health/readiness": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness: the instance can serve requests
+         * @description 200 UP when the database answers, else 503 DOWN (take the instance out of the load balancer).
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/actuator/info": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Name, version, build time and commit
+         * @description `git` is present when the commit is known (GIT_COMMIT or the checkout).
+         */
+        get: operations["getBuildInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/swagger-ui.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Redirects to Swagger UI at /swagger-ui/
+         * @description Swagger UI reads this document from /v3/api-docs; its files are served by the service (no CDN).
+         */
+        get: operations["redirectToSwaggerUi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Redirects to /docs/index.html
+         * @description `/docs/` redirects there too.
+         */
+        get: operations["redirectToReferencePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/index.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The API reference page
+         * @description One self-contained HTML page built from this document.
+         */
+        get: operations["getReferencePage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1021,6 +1241,16 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        InvalidParam: {
+            /** @description The field, e.g. `items[0].quantity`, or the query or path parameter */
+            field: string;
+            message: string;
+        };
+        /**
+         * @description What went wrong, one code per cause (the error catalogue); each operation lists the codes it can answer per status
+         * @enum {string}
+         */
+        ErrorCode: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Problem: {
             /** Format: uri */
             type: string;
@@ -1028,16 +1258,14 @@ export interface components {
             status: number;
             detail: string;
             instance: string;
-            code: string;
+            code: components["schemas"]["ErrorCode"];
             /**
              * Format: date-time
              * @example 2026-11-22T09:30:00.000Z
              */
             timestamp: string;
-            invalidParams?: {
-                field: string;
-                message: string;
-            }[];
+            /** @description With VALIDATION_FAILED: one entry per field */
+            invalidParams?: components["schemas"]["InvalidParam"][];
         };
         ErrorEnvelope: {
             /** @enum {boolean} */
@@ -1045,11 +1273,1452 @@ export interface components {
             data: null;
             error: components["schemas"]["Problem"];
         };
+        EmptyEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: null;
+            error: null;
+        };
+        /** @enum {unknown} */
+        Role: "USER" | "ADMIN";
+        /** @enum {unknown} */
+        MemberStatus: "ACTIVE" | "SUSPENDED";
+        /** @description A member’s account */
+        Member: {
+            memberId: number;
+            email: string;
+            name: string;
+            role: components["schemas"]["Role"];
+            status: components["schemas"]["MemberStatus"];
+            emailVerified: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        /** @description The caller’s own account, with the OpenID providers linked to it */
+        MyAccount: {
+            memberId: number;
+            email: string;
+            name: string;
+            role: components["schemas"]["Role"];
+            status: components["schemas"]["MemberStatus"];
+            emailVerified: boolean;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /** @description Registration ids of the OpenID providers linked to this account (GET /oauth2/authorization/{id}) */
+            identityProviders: string[];
+        };
+        MemberEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Member"];
+            error: null;
+        };
+        MemberPage: {
+            content: components["schemas"]["Member"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        MemberPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["MemberPage"];
+            error: null;
+        };
+        MyAccountEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["MyAccount"];
+            error: null;
+        };
+        /** @description An access token and the refresh token of its session */
+        TokenPair: {
+            /** @description JWT (HS256); send as Authorization: Bearer <accessToken> */
+            accessToken: string;
+            /** @description Opaque; exchange at /auth/refresh for a new pair. Each one works once. */
+            refreshToken: string;
+            /** @enum {string} */
+            tokenType: "Bearer";
+            /** @description Lifetime of the access token, in seconds */
+            expiresIn: number;
+            /** @description Lifetime of the refresh token, in seconds */
+            refreshExpiresIn: number;
+        };
+        /** @description An API key of the caller, without its secret */
+        ApiKey: {
+            keyId: number;
+            name: string;
+            /** @description The first 8 characters of the secret, to recognise it */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            revokedAt: string | null;
+        };
+        /** @description A new API key with its secret, shown only in this answer */
+        CreatedApiKey: {
+            keyId: number;
+            name: string;
+            prefix: string;
+            /** @description Shown once: send it as X-API-Key. Only its hash is stored. */
+            secret: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        TokenPairEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["TokenPair"];
+            error: null;
+        };
+        ApiKeyListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ApiKey"][];
+            error: null;
+        };
+        CreatedApiKeyEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["CreatedApiKey"];
+            error: null;
+        };
+        /** @enum {unknown} */
+        ProductStatus: "ACTIVE" | "INACTIVE";
+        /** @description A product of the catalog; prices in minor units of the currency */
+        Product: {
+            productId: number;
+            name: string;
+            description: string | null;
+            price: number;
+            /** @example USD */
+            currency: string;
+            stockQuantity: number;
+            categoryId: number | null;
+            status: components["schemas"]["ProductStatus"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description A product category; parentId links a subcategory to its parent */
+        Category: {
+            categoryId: number;
+            name: string;
+            parentId: number | null;
+        };
+        ProductEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Product"];
+            error: null;
+        };
+        ProductSlice: {
+            content: components["schemas"]["Product"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        ProductSliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ProductSlice"];
+            error: null;
+        };
+        ProductPage: {
+            content: components["schemas"]["Product"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        ProductPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ProductPage"];
+            error: null;
+        };
+        CategoryEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Category"];
+            error: null;
+        };
+        CategoryListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Category"][];
+            error: null;
+        };
+        /** @enum {unknown} */
+        PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
+        /** @description The payment of a confirmed order */
+        Payment: {
+            paymentId: number;
+            orderId: number;
+            amount: number;
+            refundedAmount: number;
+            /** @example USD */
+            currency: string;
+            status: components["schemas"]["PaymentStatus"];
+            method: string | null;
+            failureReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        PaymentEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Payment"];
+            error: null;
+        };
+        PaymentSlice: {
+            content: components["schemas"]["Payment"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        PaymentSliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["PaymentSlice"];
+            error: null;
+        };
+        /**
+         * @description PLACED → CONFIRMED → DELIVERED, or CANCELLED; DELETED is a soft delete. PENDING is a legacy status: no order placed through this API enters it; orders carried over from an earlier system may still have it, and it behaves as PLACED everywhere (the same verbs and transitions, no reservation deadline).
+         * @enum {unknown}
+         */
+        OrderStatus: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
+        /** @enum {unknown} */
+        OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
+        /** @enum {unknown} */
+        OrderAction: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire";
+        /** @description An order line at the price it was ordered at */
+        OrderItem: {
+            productId: number;
+            productName: string;
+            quantity: number;
+            unitPrice: number;
+            lineTotal: number;
+        };
+        /** @description An order with its items, as its customer or an admin reads it */
+        Order: {
+            orderId: number;
+            customerId: number;
+            status: components["schemas"]["OrderStatus"];
+            items: components["schemas"]["OrderItem"][];
+            totalAmount: number;
+            /** @example USD */
+            currency: string;
+            shippingAddress: string | null;
+            memo: string | null;
+            paymentId: number | null;
+            /** @description Increases with every change; the ETag is derived from it */
+            version: number;
+            /** @description The verbs the caller may apply now */
+            allowedActions: components["schemas"]["OrderVerb"][];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description An order as lists show it */
+        OrderSummary: {
+            orderId: number;
+            customerId: number;
+            status: components["schemas"]["OrderStatus"];
+            /** @description Number of order lines */
+            itemCount: number;
+            totalAmount: number;
+            /** @example USD */
+            currency: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        /** @description One change of an order: its status, memo or address */
+        OrderHistoryEntry: {
+            from: components["schemas"]["OrderStatus"] | null;
+            to: components["schemas"]["OrderStatus"];
+            action: components["schemas"]["OrderAction"];
+            actorId: number | null;
+            actorRole: components["schemas"]["Role"] | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            at: string;
+        };
+        OrderEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Order"];
+            error: null;
+        };
+        OrderSummarySlice: {
+            content: components["schemas"]["OrderSummary"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        OrderSummarySliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderSummarySlice"];
+            error: null;
+        };
+        OrderSummaryPage: {
+            content: components["schemas"]["OrderSummary"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        OrderSummaryPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderSummaryPage"];
+            error: null;
+        };
+        OrderItemListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderItem"][];
+            error: null;
+        };
+        OrderHistoryEntryListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderHistoryEntry"][];
+            error: null;
+        };
+        /** @enum {unknown} */
+        EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
+        /** @description The order as an admin reads it, without allowedActions */
+        EventOrder: {
+            orderId: number;
+            customerId: number;
+            status: components["schemas"]["OrderStatus"];
+            items: components["schemas"]["OrderItem"][];
+            totalAmount: number;
+            /** @example USD */
+            currency: string;
+            shippingAddress: string | null;
+            memo: string | null;
+            paymentId: number | null;
+            /** @description Increases with every change; the ETag is derived from it */
+            version: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description Something that happened to an order or its payment, as committed */
+        Event: {
+            eventId: number;
+            type: components["schemas"]["EventType"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            timestamp: string;
+            orderId: number;
+            /** @description Per order: 1, 2, 3, … without gaps, across order and payment events */
+            sequence: number;
+            data: {
+                order: components["schemas"]["EventOrder"];
+                payment: components["schemas"]["Payment"] | null;
+                refund?: {
+                    amount: number;
+                };
+            };
+        };
+        EventEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Event"];
+            error: null;
+        };
+        EventSlice: {
+            content: components["schemas"]["Event"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        EventSliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["EventSlice"];
+            error: null;
+        };
+        /** @enum {unknown} */
+        WebhookEndpointStatus: "ACTIVE" | "DISABLED";
+        /** @enum {unknown} */
+        WebhookDeliveryStatus: "PENDING" | "SUCCEEDED" | "FAILED";
+        /** @description Where events are sent */
+        WebhookEndpoint: {
+            endpointId: number;
+            url: string;
+            eventTypes: components["schemas"]["EventType"][] | null;
+            description: string | null;
+            status: components["schemas"]["WebhookEndpointStatus"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description An endpoint with its signing secret (creation and rotation only) */
+        WebhookEndpointWithSecret: {
+            endpointId: number;
+            url: string;
+            eventTypes: components["schemas"]["EventType"][] | null;
+            description: string | null;
+            status: components["schemas"]["WebhookEndpointStatus"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+            /** @description `whsec_` + base64 of 32 random bytes: the signing key. Shown on creation and rotation only. */
+            secret: string;
+        };
+        /** @description One event to one endpoint: the delivery log */
+        WebhookDelivery: {
+            deliveryId: number;
+            endpointId: number;
+            eventId: number;
+            eventType: components["schemas"]["EventType"];
+            status: components["schemas"]["WebhookDeliveryStatus"];
+            attempts: number;
+            lastAttemptAt: string | null;
+            nextAttemptAt: string | null;
+            lastResponseStatus: number | null;
+            lastError: string | null;
+        };
+        WebhookEndpointEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpoint"];
+            error: null;
+        };
+        WebhookEndpointWithSecretEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpointWithSecret"];
+            error: null;
+        };
+        WebhookEndpointPage: {
+            content: components["schemas"]["WebhookEndpoint"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        WebhookEndpointPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookEndpointPage"];
+            error: null;
+        };
+        WebhookDeliveryEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookDelivery"];
+            error: null;
+        };
+        WebhookDeliveryPage: {
+            content: components["schemas"]["WebhookDelivery"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        WebhookDeliveryPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["WebhookDeliveryPage"];
+            error: null;
+        };
+        /**
+         * @description UP when the database answers; DOWN otherwise (the only dependency that decides it)
+         * @enum {string}
+         */
+        HealthStatus: "UP" | "DOWN";
+        HealthComponent: {
+            /** @description UP, DOWN or UNKNOWN */
+            status: string;
+            details?: {
+                [key: string]: unknown;
+            };
+            components?: {
+                [key: string]: components["schemas"]["HealthComponent"];
+            };
+        };
+        Health: {
+            status: components["schemas"]["HealthStatus"];
+            /** @description ADMIN callers only: db, and redis, broker and oidc when configured. Only db decides `status`. */
+            components?: {
+                [key: string]: components["schemas"]["HealthComponent"];
+            };
+        };
+        Probe: {
+            status: components["schemas"]["HealthStatus"];
+        };
+        BuildInfo: {
+            app: {
+                name: string;
+                version: string;
+            };
+            build: {
+                /** Format: date-time */
+                time: string;
+            };
+            git?: {
+                commit: string;
+            };
+        };
+        MetricNames: {
+            names: string[];
+        };
+        Metric: {
+            name: string;
+            description: string;
+            baseUnit?: string;
+            measurements: {
+                /** @enum {string} */
+                statistic: "COUNT" | "TOTAL" | "TOTAL_TIME" | "MAX" | "VALUE";
+                value: number;
+            }[];
+            availableTags: {
+                tag: string;
+                values: string[];
+            }[];
+        };
     };
-    responses: never;
+    responses: {
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed) */
+        Error400_VALIDATION_FAILED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed) */
+        Error400_VALIDATION_FAILED_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), INVALID_TOKEN (Invalid Token) */
+        Error400_VALIDATION_FAILED_INVALID_TOKEN: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "INVALID_TOKEN";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_ORDER_STATUS (Invalid Order Status) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_PAYMENT_STATUS (Invalid Payment Status) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_PAYMENT_STATUS: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_PAYMENT_STATUS";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_TOKEN (Invalid Token) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_TOKEN: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_TOKEN";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_TOKEN (Invalid Token) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_TOKEN_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_TOKEN";
+                    };
+                };
+            };
+        };
+        /** @description Unauthorized: UNAUTHORIZED (Unauthorized) */
+        Error401_UNAUTHORIZED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+        };
+        /** @description Unauthorized: UNAUTHORIZED (Unauthorized) */
+        Error401_UNAUTHORIZED_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+        };
+        /** @description Unauthorized: UNAUTHORIZED (Unauthorized) */
+        Error401_UNAUTHORIZED_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+        };
+        /** @description Payment Required: PAYMENT_DECLINED (Payment Declined) */
+        Error402_PAYMENT_DECLINED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PAYMENT_DECLINED";
+                    };
+                };
+            };
+        };
+        /** @description Forbidden: ACCESS_DENIED (Forbidden) */
+        Error403_ACCESS_DENIED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCESS_DENIED";
+                    };
+                };
+            };
+        };
+        /** @description Forbidden: ACCESS_DENIED (Forbidden) */
+        Error403_ACCESS_DENIED_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCESS_DENIED";
+                    };
+                };
+            };
+        };
+        /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
+        Error403_ACCOUNT_SUSPENDED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCOUNT_SUSPENDED";
+                    };
+                };
+            };
+        };
+        /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
+        Error403_ACCOUNT_SUSPENDED_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCOUNT_SUSPENDED";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: API_KEY_NOT_FOUND (API Key Not Found) */
+        Error404_API_KEY_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "API_KEY_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: CATEGORY_NOT_FOUND (Category Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_CATEGORY_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "CATEGORY_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: EVENT_NOT_FOUND (Event Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_EVENT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "EVENT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: MEMBER_NOT_FOUND (Member Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_MEMBER_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "MEMBER_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found) */
+        Error404_ORDER_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: PAYMENT_NOT_FOUND (Payment Not Found) */
+        Error404_PAYMENT_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PAYMENT_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: PAYMENT_NOT_FOUND (Payment Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_PAYMENT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PAYMENT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: PRODUCT_NOT_FOUND (Product Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_PRODUCT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PRODUCT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
+        Error404_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: WEBHOOK_DELIVERY_NOT_FOUND (Webhook Delivery Not Found) */
+        Error404_WEBHOOK_DELIVERY_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_DELIVERY_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: WEBHOOK_ENDPOINT_NOT_FOUND (Webhook Endpoint Not Found) */
+        Error404_WEBHOOK_ENDPOINT_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_ENDPOINT_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: WEBHOOK_ENDPOINT_NOT_FOUND (Webhook Endpoint Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_WEBHOOK_ENDPOINT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_ENDPOINT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: API_KEY_LIMIT_REACHED (API Key Limit Reached) */
+        Error409_API_KEY_LIMIT_REACHED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "API_KEY_LIMIT_REACHED";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: EMAIL_ALREADY_REGISTERED (Email Already Registered) */
+        Error409_EMAIL_ALREADY_REGISTERED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "EMAIL_ALREADY_REGISTERED";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: EMAIL_ALREADY_REGISTERED (Email Already Registered) */
+        Error409_EMAIL_ALREADY_REGISTERED_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "EMAIL_ALREADY_REGISTERED";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight) */
+        Error409_IDEMPOTENCY_KEY_IN_FLIGHT: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_IN_FLIGHT";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: INSUFFICIENT_STOCK (Insufficient Stock), IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight) */
+        Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT";
+                    };
+                };
+            };
+        };
+        /** @description Conflict: WEBHOOK_ENDPOINT_DISABLED (Webhook Endpoint Disabled) */
+        Error409_WEBHOOK_ENDPOINT_DISABLED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "WEBHOOK_ENDPOINT_DISABLED";
+                    };
+                };
+            };
+        };
+        /** @description Gone: CURSOR_EXPIRED (Cursor Expired) */
+        Error410_CURSOR_EXPIRED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "CURSOR_EXPIRED";
+                    };
+                };
+            };
+        };
+        /** @description Precondition Failed: PRECONDITION_FAILED (Precondition Failed) */
+        Error412_PRECONDITION_FAILED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PRECONDITION_FAILED";
+                    };
+                };
+            };
+        };
+        /** @description Payload Too Large: PAYLOAD_TOO_LARGE (Payload Too Large) */
+        Error413_PAYLOAD_TOO_LARGE: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+        };
+        /** @description Payload Too Large: PAYLOAD_TOO_LARGE (Payload Too Large) */
+        Error413_PAYLOAD_TOO_LARGE_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+        };
+        /** @description Unsupported Media Type: UNSUPPORTED_MEDIA_TYPE (Unsupported Media Type) */
+        Error415_UNSUPPORTED_MEDIA_TYPE: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+        };
+        /** @description Unsupported Media Type: UNSUPPORTED_MEDIA_TYPE (Unsupported Media Type) */
+        Error415_UNSUPPORTED_MEDIA_TYPE_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+        };
+        /** @description Unprocessable Entity: IDEMPOTENCY_KEY_REUSED (Idempotency Key Reused) */
+        Error422_IDEMPOTENCY_KEY_REUSED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "IDEMPOTENCY_KEY_REUSED";
+                    };
+                };
+            };
+        };
+        /** @description Too Many Requests: TOO_MANY_REQUESTS (Too Many Requests) */
+        Error429_TOO_MANY_REQUESTS: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "TOO_MANY_REQUESTS";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
+        Error503_SERVICE_UNAVAILABLE: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+        /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
+        Error503_SERVICE_UNAVAILABLE_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+        /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
+        Error503_SERVICE_UNAVAILABLE_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem. */
+        "X-Request-Id": string;
+        /** @description `no-store` on every /api answer, except `public, max-age=60` on the catalog’s 200 answers to anonymous callers. */
+        "Cache-Control": string;
+        /** @description The path of the resource created (or of the redirect target). */
+        Location: string;
+        /** @description The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed. */
+        ETag: string;
+        /** @description `true` when this is the stored answer to an earlier request with the same idempotency key. */
+        "Idempotent-Replayed": "true";
+        /** @description Seconds to wait before trying again. */
+        "Retry-After": number;
+        /** @description Requests allowed per window from this client address on the rate-limited routes. */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window (0 on a 429). */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the window resets. */
+        "RateLimit-Reset": number;
+        /** @description `Bearer realm="order-service"`, with `error="invalid_token"` when a credential was sent and refused. */
+        "WWW-Authenticate": string;
+        /** @description `attachment; filename="orders-<time>.csv"`. */
+        "Content-Disposition": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1066,6 +2735,8 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1080,24 +2751,9 @@ export interface operations {
                     };
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     registerMember: {
@@ -1129,49 +2785,25 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            409: components["responses"]["Error409_EMAIL_ALREADY_REGISTERED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     getMyAccount: {
@@ -1186,51 +2818,18 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /** @description Registration ids of the OpenID providers linked to this account (GET /oauth2/authorization/{id}) */
-                            identityProviders: string[];
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MyAccountEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getMember: {
@@ -1239,10 +2838,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -1251,49 +2850,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     updateMember: {
@@ -1302,10 +2872,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -1324,49 +2894,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     verifyEmail: {
@@ -1387,35 +2930,19 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_TOKEN"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     login: {
@@ -1432,10 +2959,11 @@ export interface operations {
                      * Format: email
                      * @example ada@example.com
                      */
-                    email?: string;
-                    password?: string;
+                    email: string;
+                    password: string;
+                } | {
                     /** @description The one-time code (60 s) an OpenID sign-in added to its redirect_uri; send it alone */
-                    loginCode?: string;
+                    loginCode: string;
                 };
             };
         };
@@ -1443,46 +2971,25 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            /** @description JWT (HS256); send as Authorization: Bearer <accessToken> */
-                            accessToken: string;
-                            /** @description Opaque; exchange at /auth/refresh for a new pair. Each one works once. */
-                            refreshToken: string;
-                            /** @enum {string} */
-                            tokenType: "Bearer";
-                            /** @description Lifetime of the access token, in seconds */
-                            expiresIn: number;
-                            /** @description Lifetime of the refresh token, in seconds */
-                            refreshExpiresIn: number;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED_2"];
+            403: components["responses"]["Error403_ACCOUNT_SUSPENDED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     refreshTokens: {
@@ -1503,46 +3010,24 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            /** @description JWT (HS256); send as Authorization: Bearer <accessToken> */
-                            accessToken: string;
-                            /** @description Opaque; exchange at /auth/refresh for a new pair. Each one works once. */
-                            refreshToken: string;
-                            /** @enum {string} */
-                            tokenType: "Bearer";
-                            /** @description Lifetime of the access token, in seconds */
-                            expiresIn: number;
-                            /** @description Lifetime of the refresh token, in seconds */
-                            refreshExpiresIn: number;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED_2"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     logout: {
@@ -1552,7 +3037,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -1562,35 +3047,25 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED_2"];
+            403: components["responses"]["Error403_ACCESS_DENIED_2"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     changePassword: {
@@ -1613,35 +3088,25 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED_2"];
+            403: components["responses"]["Error403_ACCESS_DENIED_2"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     resetPassword: {
@@ -1658,10 +3123,11 @@ export interface operations {
                      * Format: email
                      * @example ada@example.com
                      */
-                    email?: string;
-                    token?: string;
+                    email: string;
+                } | {
+                    token: string;
                     /** @description 8 to 128 characters; not a common password, not the email address nor the part before its @ */
-                    newPassword?: string;
+                    newPassword: string;
                 };
             };
         };
@@ -1669,35 +3135,23 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_TOKEN_2"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     listApiKeys: {
@@ -1712,46 +3166,19 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            keyId: number;
-                            name: string;
-                            /** @description The first 8 characters of the secret, to recognise it */
-                            prefix: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            revokedAt: string | null;
-                        }[];
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ApiKeyListEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     createApiKey: {
@@ -1776,46 +3203,26 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            keyId: number;
-                            name: string;
-                            prefix: string;
-                            /** @description Shown once: send it as X-API-Key. Only its hash is stored. */
-                            secret: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["CreatedApiKeyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED_2"];
+            403: components["responses"]["Error403_ACCESS_DENIED_2"];
+            409: components["responses"]["Error409_API_KEY_LIMIT_REACHED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_2"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_2"];
         };
     };
     revokeApiKey: {
@@ -1824,14 +3231,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                keyId: string;
+                keyId: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -1841,35 +3248,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_API_KEY_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminGetMember: {
@@ -1878,10 +3272,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -1890,49 +3284,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminUpdateMember: {
@@ -1941,20 +3306,18 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {unknown} */
-                    role?: "USER" | "ADMIN";
-                    /** @enum {unknown} */
-                    status?: "ACTIVE" | "SUSPENDED";
+                    role?: components["schemas"]["Role"];
+                    status?: components["schemas"]["MemberStatus"];
                     /**
                      * @description Any text without control characters (Unicode Cc)
                      * @example Ada Lovelace
@@ -1967,49 +3330,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            memberId: number;
-                            email: string;
-                            name: string;
-                            /** @enum {unknown} */
-                            role: "USER" | "ADMIN";
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "SUSPENDED";
-                            emailVerified: boolean;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_MEMBER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     startOidcSignIn: {
@@ -2035,28 +3371,16 @@ export interface operations {
             /** @description A redirect; the target is in Location */
             302: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_2"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
         };
     };
     finishOidcSignIn: {
@@ -2082,53 +3406,29 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            /** @description JWT (HS256); send as Authorization: Bearer <accessToken> */
-                            accessToken: string;
-                            /** @description Opaque; exchange at /auth/refresh for a new pair. Each one works once. */
-                            refreshToken: string;
-                            /** @enum {string} */
-                            tokenType: "Bearer";
-                            /** @description Lifetime of the access token, in seconds */
-                            expiresIn: number;
-                            /** @description Lifetime of the refresh token, in seconds */
-                            refreshExpiresIn: number;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
             /** @description A redirect; the target is in Location */
             302: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_INVALID_TOKEN"];
+            401: components["responses"]["Error401_UNAUTHORIZED_3"];
+            403: components["responses"]["Error403_ACCOUNT_SUSPENDED_2"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            409: components["responses"]["Error409_EMAIL_ALREADY_REGISTERED_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
         };
     };
     listProducts: {
@@ -2143,13 +3443,13 @@ export interface operations {
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
                 /**
-                 * @description Words that must all start a word of the name or description (case-insensitive)
+                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
                  * @example espresso bean
                  */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
-                /** @description Inclusive */
+                /** @description Inclusive; at least minPrice */
                 maxPrice?: number;
             };
             header?: never;
@@ -2161,61 +3461,17 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                productId: number;
-                                name: string;
-                                description: string | null;
-                                price: number;
-                                /** @example USD */
-                                currency: string;
-                                stockQuantity: number;
-                                categoryId: number | null;
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "INACTIVE";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductSliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     searchProducts: {
@@ -2230,13 +3486,13 @@ export interface operations {
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
                 /**
-                 * @description Words that must all start a word of the name or description (case-insensitive)
+                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
                  * @example espresso bean
                  */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
-                /** @description Inclusive */
+                /** @description Inclusive; at least minPrice */
                 maxPrice?: number;
             };
             header?: never;
@@ -2248,61 +3504,17 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                productId: number;
-                                name: string;
-                                description: string | null;
-                                price: number;
-                                /** @example USD */
-                                currency: string;
-                                stockQuantity: number;
-                                categoryId: number | null;
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "INACTIVE";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductSliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getProduct: {
@@ -2311,10 +3523,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -2323,56 +3535,18 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            name: string;
-                            description: string | null;
-                            price: number;
-                            /** @example USD */
-                            currency: string;
-                            stockQuantity: number;
-                            categoryId: number | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "INACTIVE";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            404: components["responses"]["Error404_PRODUCT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listCategories: {
@@ -2387,39 +3561,17 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            categoryId: number;
-                            name: string;
-                            parentId: number | null;
-                        }[];
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["CategoryListEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     createCategory: {
@@ -2445,39 +3597,22 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            categoryId: number;
-                            name: string;
-                            parentId: number | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["CategoryEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getCategory: {
@@ -2486,10 +3621,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                categoryId: string;
+                categoryId: number;
             };
             cookie?: never;
         };
@@ -2498,39 +3633,18 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            categoryId: number;
-                            name: string;
-                            parentId: number | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["CategoryEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            404: components["responses"]["Error404_CATEGORY_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminListProducts: {
@@ -2543,15 +3657,15 @@ export interface operations {
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
                 /**
-                 * @description Words that must all start a word of the name or description (case-insensitive)
+                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
                  * @example espresso bean
                  */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
-                /** @description Inclusive */
+                /** @description Inclusive; at least minPrice */
                 maxPrice?: number;
-                status?: "ACTIVE" | "INACTIVE";
+                status?: components["schemas"]["ProductStatus"];
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "name" | "name,asc" | "name,desc" | "price" | "price,asc" | "price,desc" | "stockQuantity" | "stockQuantity,asc" | "stockQuantity,desc";
             };
@@ -2564,64 +3678,19 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                productId: number;
-                                name: string;
-                                description: string | null;
-                                price: number;
-                                /** @example USD */
-                                currency: string;
-                                stockQuantity: number;
-                                categoryId: number | null;
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "INACTIVE";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminCreateProduct: {
@@ -2648,8 +3717,7 @@ export interface operations {
                     /** @example 100 */
                     stockQuantity: number;
                     categoryId?: number | null;
-                    /** @enum {unknown} */
-                    status?: "ACTIVE" | "INACTIVE";
+                    status?: components["schemas"]["ProductStatus"];
                 };
             };
         };
@@ -2657,56 +3725,22 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            name: string;
-                            description: string | null;
-                            price: number;
-                            /** @example USD */
-                            currency: string;
-                            stockQuantity: number;
-                            categoryId: number | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "INACTIVE";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminGetProduct: {
@@ -2715,10 +3749,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -2727,56 +3761,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            name: string;
-                            description: string | null;
-                            price: number;
-                            /** @example USD */
-                            currency: string;
-                            stockQuantity: number;
-                            categoryId: number | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "INACTIVE";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PRODUCT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminReplaceProduct: {
@@ -2785,10 +3783,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -2809,8 +3807,7 @@ export interface operations {
                     /** @example 100 */
                     stockQuantity: number;
                     categoryId: number | null;
-                    /** @enum {unknown} */
-                    status: "ACTIVE" | "INACTIVE";
+                    status: components["schemas"]["ProductStatus"];
                 };
             };
         };
@@ -2818,56 +3815,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            name: string;
-                            description: string | null;
-                            price: number;
-                            /** @example USD */
-                            currency: string;
-                            stockQuantity: number;
-                            categoryId: number | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "INACTIVE";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PRODUCT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminUpdateProduct: {
@@ -2876,10 +3839,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -2900,8 +3863,7 @@ export interface operations {
                     /** @example 100 */
                     stockQuantity?: number;
                     categoryId?: number | null;
-                    /** @enum {unknown} */
-                    status?: "ACTIVE" | "INACTIVE";
+                    status?: components["schemas"]["ProductStatus"];
                 };
             };
         };
@@ -2909,56 +3871,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            name: string;
-                            description: string | null;
-                            price: number;
-                            /** @example USD */
-                            currency: string;
-                            stockQuantity: number;
-                            categoryId: number | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "INACTIVE";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PRODUCT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listMyOrders: {
@@ -2971,7 +3899,7 @@ export interface operations {
                 /** @description Zero-based page; not together with cursor */
                 page?: number;
                 /**
-                 * @description One status or several, comma-separated
+                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
                  * @example PLACED,CONFIRMED
                  */
                 status?: string;
@@ -2985,62 +3913,25 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                orderId: number;
-                                customerId: number;
-                                /** @enum {unknown} */
-                                status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                /** @description Number of order lines */
-                                itemCount: number;
-                                totalAmount: number;
-                                /** @example USD */
-                                currency: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderSummarySliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     placeOrder: {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended */
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -3065,113 +3956,38 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            409: components["responses"]["Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     searchMyOrders: {
@@ -3184,13 +4000,19 @@ export interface operations {
                 /** @description Zero-based page; not together with cursor */
                 page?: number;
                 /**
-                 * @description One status or several, comma-separated
+                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
                  * @example PLACED,CONFIRMED
                  */
                 status?: string;
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdFrom?: string;
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -3205,67 +4027,33 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                orderId: number;
-                                customerId: number;
-                                /** @enum {unknown} */
-                                status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                /** @description Number of order lines */
-                                itemCount: number;
-                                totalAmount: number;
-                                /** @example USD */
-                                currency: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderSummarySliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the version the client holds: when it is still current, the answer is 304 without a body */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -3274,67 +4062,31 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
+            /** @description Not Modified: the If-None-Match sent names the current version; no body */
+            304: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
+                content?: never;
             };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     replaceOrder: {
@@ -3346,18 +4098,17 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {unknown} */
-                    status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
+                    status: components["schemas"]["OrderStatus"];
                     memo: string | null;
                     shippingAddress: string | null;
                 };
@@ -3367,67 +4118,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     updateOrder: {
@@ -3439,10 +4147,10 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -3450,7 +4158,7 @@ export interface operations {
             content: {
                 "application/json": {
                     orderId: number;
-                    status?: ("PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED") | null;
+                    status?: components["schemas"]["OrderStatus"] | null;
                     memo?: string | null;
                 };
             };
@@ -3459,67 +4167,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listOrderItems: {
@@ -3528,10 +4193,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -3540,41 +4205,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            productId: number;
-                            productName: string;
-                            quantity: number;
-                            unitPrice: number;
-                            lineTotal: number;
-                        }[];
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderItemListEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getOrderHistory: {
@@ -3583,10 +4227,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -3595,48 +4239,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            from: ("PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED") | null;
-                            /** @enum {unknown} */
-                            to: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            /** @enum {unknown} */
-                            action: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire";
-                            actorId: number | null;
-                            actorRole: ("USER" | "ADMIN") | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            at: string;
-                        }[];
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderHistoryEntryListEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     confirmOrder: {
@@ -3648,14 +4264,14 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -3665,35 +4281,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     cancelOrder: {
@@ -3705,14 +4310,14 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -3722,35 +4327,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     deleteOrder: {
@@ -3762,14 +4356,14 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -3779,35 +4373,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminListOrders: {
@@ -3818,7 +4401,7 @@ export interface operations {
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
                 /**
-                 * @description One status or several, comma-separated
+                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
                  * @example PLACED,CONFIRMED
                  */
                 status?: string;
@@ -3835,58 +4418,19 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                orderId: number;
-                                customerId: number;
-                                /** @enum {unknown} */
-                                status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                /** @description Number of order lines */
-                                itemCount: number;
-                                totalAmount: number;
-                                /** @example USD */
-                                currency: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderSummaryPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminSearchOrders: {
@@ -3897,16 +4441,22 @@ export interface operations {
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
                 /**
-                 * @description One status or several, comma-separated
+                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
                  * @example PLACED,CONFIRMED
                  */
                 status?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdFrom?: string;
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -3921,74 +4471,41 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                orderId: number;
-                                customerId: number;
-                                /** @enum {unknown} */
-                                status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                /** @description Number of order lines */
-                                itemCount: number;
-                                totalAmount: number;
-                                /** @example USD */
-                                currency: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderSummaryPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminExportOrders: {
         parameters: {
             query?: {
                 /**
-                 * @description One status or several, comma-separated
+                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
                  * @example PLACED,CONFIRMED
                  */
                 status?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdFrom?: string;
-                /** @example 2026-11-22T09:30:00.000Z */
+                /**
+                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
+                 * @example 2026-11-22T09:30:00.000Z
+                 */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -4003,42 +4520,35 @@ export interface operations {
             /** @description CSV, one header line then one line per order */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Content-Disposition": components["headers"]["Content-Disposition"];
                     [name: string]: unknown;
                 };
                 content: {
                     "text/csv": string;
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminGetOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The ETag of the version the client holds: when it is still current, the answer is 304 without a body */
+                "if-none-match"?: string;
+            };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4047,67 +4557,31 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
+            /** @description Not Modified: the If-None-Match sent names the current version; no body */
+            304: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
+                content?: never;
             };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminUpdateOrder: {
@@ -4119,10 +4593,10 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4138,67 +4612,24 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            orderId: number;
-                            customerId: number;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                            items: {
-                                productId: number;
-                                productName: string;
-                                quantity: number;
-                                unitPrice: number;
-                                lineTotal: number;
-                            }[];
-                            totalAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            shippingAddress: string | null;
-                            memo: string | null;
-                            paymentId: number | null;
-                            /** @description Increases with every change; the ETag is derived from it */
-                            version: number;
-                            /** @description The verbs the caller may apply now */
-                            allowedActions: ("confirm" | "cancel" | "delete" | "deliver")[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listMyPayments: {
@@ -4220,61 +4651,18 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                paymentId: number;
-                                orderId: number;
-                                amount: number;
-                                refundedAmount: number;
-                                /** @example USD */
-                                currency: string;
-                                /** @enum {unknown} */
-                                status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                                method: string | null;
-                                failureReason: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["PaymentSliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getPayment: {
@@ -4283,10 +4671,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4295,71 +4683,35 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            paymentId: number;
-                            orderId: number;
-                            amount: number;
-                            refundedAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                            method: string | null;
-                            failureReason: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PAYMENT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     processPayment: {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended */
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
                 "idempotency-key"?: string;
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4380,74 +4732,45 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            paymentId: number;
-                            orderId: number;
-                            amount: number;
-                            refundedAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                            method: string | null;
-                            failureReason: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_PAYMENT_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            402: components["responses"]["Error402_PAYMENT_DECLINED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PAYMENT_NOT_FOUND"];
+            409: components["responses"]["Error409_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     refundPayment: {
         parameters: {
             query?: never;
             header?: {
-                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended */
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
                 "idempotency-key"?: string;
             };
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": {
@@ -4462,56 +4785,25 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            paymentId: number;
-                            orderId: number;
-                            amount: number;
-                            refundedAmount: number;
-                            /** @example USD */
-                            currency: string;
-                            /** @enum {unknown} */
-                            status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                            method: string | null;
-                            failureReason: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_PAYMENT_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_PAYMENT_NOT_FOUND"];
+            409: components["responses"]["Error409_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listEvents: {
@@ -4522,7 +4814,7 @@ export interface operations {
                 /** @description The nextCursor of the previous slice */
                 cursor?: string;
                 /**
-                 * @description One event type or several, comma-separated
+                 * @description One event type or several, comma-separated (order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled)
                  * @example order.placed,order.cancelled
                  */
                 type?: string;
@@ -4537,110 +4829,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                eventId: number;
-                                /** @enum {unknown} */
-                                type: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                timestamp: string;
-                                orderId: number;
-                                /** @description Per order: 1, 2, 3, … without gaps, across order and payment events */
-                                sequence: number;
-                                data: {
-                                    order: {
-                                        orderId: number;
-                                        customerId: number;
-                                        /** @enum {unknown} */
-                                        status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                        items: {
-                                            productId: number;
-                                            productName: string;
-                                            quantity: number;
-                                            unitPrice: number;
-                                            lineTotal: number;
-                                        }[];
-                                        totalAmount: number;
-                                        /** @example USD */
-                                        currency: string;
-                                        shippingAddress: string | null;
-                                        memo: string | null;
-                                        paymentId: number | null;
-                                        /** @description Increases with every change; the ETag is derived from it */
-                                        version: number;
-                                        /**
-                                         * Format: date-time
-                                         * @example 2026-11-22T09:30:00.000Z
-                                         */
-                                        createdAt: string;
-                                        /**
-                                         * Format: date-time
-                                         * @example 2026-11-22T09:30:00.000Z
-                                         */
-                                        updatedAt: string;
-                                    };
-                                    payment: {
-                                        paymentId: number;
-                                        orderId: number;
-                                        amount: number;
-                                        refundedAmount: number;
-                                        /** @example USD */
-                                        currency: string;
-                                        /** @enum {unknown} */
-                                        status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                                        method: string | null;
-                                        failureReason: string | null;
-                                        /**
-                                         * Format: date-time
-                                         * @example 2026-11-22T09:30:00.000Z
-                                         */
-                                        createdAt: string;
-                                        /**
-                                         * Format: date-time
-                                         * @example 2026-11-22T09:30:00.000Z
-                                         */
-                                        updatedAt: string;
-                                    } | null;
-                                    refund?: {
-                                        amount: number;
-                                    };
-                                };
-                            }[];
-                            size: number;
-                            hasNext: boolean;
-                            nextCursor: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EventSliceEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            410: components["responses"]["Error410_CURSOR_EXPIRED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getEvent: {
@@ -4649,10 +4851,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                eventId: string;
+                eventId: number;
             };
             cookie?: never;
         };
@@ -4661,106 +4863,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description Something that happened to an order or its payment, as committed */
-                        data: {
-                            eventId: number;
-                            /** @enum {unknown} */
-                            type: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            timestamp: string;
-                            orderId: number;
-                            /** @description Per order: 1, 2, 3, … without gaps, across order and payment events */
-                            sequence: number;
-                            data: {
-                                order: {
-                                    orderId: number;
-                                    customerId: number;
-                                    /** @enum {unknown} */
-                                    status: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
-                                    items: {
-                                        productId: number;
-                                        productName: string;
-                                        quantity: number;
-                                        unitPrice: number;
-                                        lineTotal: number;
-                                    }[];
-                                    totalAmount: number;
-                                    /** @example USD */
-                                    currency: string;
-                                    shippingAddress: string | null;
-                                    memo: string | null;
-                                    paymentId: number | null;
-                                    /** @description Increases with every change; the ETag is derived from it */
-                                    version: number;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:30:00.000Z
-                                     */
-                                    createdAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:30:00.000Z
-                                     */
-                                    updatedAt: string;
-                                };
-                                payment: {
-                                    paymentId: number;
-                                    orderId: number;
-                                    amount: number;
-                                    refundedAmount: number;
-                                    /** @example USD */
-                                    currency: string;
-                                    /** @enum {unknown} */
-                                    status: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-                                    method: string | null;
-                                    failureReason: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:30:00.000Z
-                                     */
-                                    createdAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:30:00.000Z
-                                     */
-                                    updatedAt: string;
-                                } | null;
-                                refund?: {
-                                    amount: number;
-                                };
-                            };
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EventEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_EVENT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listWebhookEndpoints: {
@@ -4780,60 +4896,19 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                endpointId: number;
-                                url: string;
-                                eventTypes: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
-                                description: string | null;
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "DISABLED";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     createWebhookEndpoint: {
@@ -4851,7 +4926,7 @@ export interface operations {
                      * @example https://hooks.example.com/orders
                      */
                     url: string;
-                    eventTypes?: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
+                    eventTypes?: components["schemas"]["EventType"][] | null;
                     description?: string | null;
                 };
             };
@@ -4860,55 +4935,22 @@ export interface operations {
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description An endpoint with its signing secret (creation and rotation only) */
-                        data: {
-                            endpointId: number;
-                            url: string;
-                            eventTypes: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
-                            description: string | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "DISABLED";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                            /** @description `whsec_` + base64 of 32 random bytes: the signing key. Shown on creation and rotation only. */
-                            secret: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     getWebhookEndpoint: {
@@ -4917,10 +4959,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4929,53 +4971,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description Where events are sent */
-                        data: {
-                            endpointId: number;
-                            url: string;
-                            eventTypes: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
-                            description: string | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "DISABLED";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     updateWebhookEndpoint: {
@@ -4984,10 +4993,10 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -4999,10 +5008,9 @@ export interface operations {
                      * @example https://hooks.example.com/orders
                      */
                     url?: string;
-                    eventTypes?: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
+                    eventTypes?: components["schemas"]["EventType"][] | null;
                     description?: string | null;
-                    /** @enum {unknown} */
-                    status?: "ACTIVE" | "DISABLED";
+                    status?: components["schemas"]["WebhookEndpointStatus"];
                 };
             };
         };
@@ -5010,53 +5018,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description Where events are sent */
-                        data: {
-                            endpointId: number;
-                            url: string;
-                            eventTypes: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
-                            description: string | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "DISABLED";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     rotateWebhookSecret: {
@@ -5065,14 +5042,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -5082,55 +5059,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description An endpoint with its signing secret (creation and rotation only) */
-                        data: {
-                            endpointId: number;
-                            url: string;
-                            eventTypes: ("order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled")[] | null;
-                            description: string | null;
-                            /** @enum {unknown} */
-                            status: "ACTIVE" | "DISABLED";
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:30:00.000Z
-                             */
-                            updatedAt: string;
-                            /** @description `whsec_` + base64 of 32 random bytes: the signing key. Shown on creation and rotation only. */
-                            secret: string;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     deleteWebhookEndpoint: {
@@ -5139,14 +5083,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -5156,35 +5100,22 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: null;
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     listWebhookDeliveries: {
@@ -5194,15 +5125,15 @@ export interface operations {
                 page?: number;
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
-                status?: "PENDING" | "SUCCEEDED" | "FAILED";
+                status?: components["schemas"]["WebhookDeliveryStatus"];
             };
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
@@ -5211,56 +5142,20 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                deliveryId: number;
-                                endpointId: number;
-                                eventId: number;
-                                /** @enum {unknown} */
-                                eventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
-                                /** @enum {unknown} */
-                                status: "PENDING" | "SUCCEEDED" | "FAILED";
-                                attempts: number;
-                                lastAttemptAt: string | null;
-                                nextAttemptAt: string | null;
-                                lastResponseStatus: number | null;
-                                lastError: string | null;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_ENDPOINT_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     retryWebhookDelivery: {
@@ -5269,14 +5164,14 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description A positive 64-bit integer
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
                  * @example 42
                  */
-                id: string;
+                id: number;
             };
             cookie?: never;
         };
-        /** @description No fields: send no body, or `{}` */
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
                 "application/json": Record<string, never>;
@@ -5286,49 +5181,23 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description One event to one endpoint: the delivery log */
-                        data: {
-                            deliveryId: number;
-                            endpointId: number;
-                            eventId: number;
-                            /** @enum {unknown} */
-                            eventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
-                            /** @enum {unknown} */
-                            status: "PENDING" | "SUCCEEDED" | "FAILED";
-                            attempts: number;
-                            lastAttemptAt: string | null;
-                            nextAttemptAt: string | null;
-                            lastResponseStatus: number | null;
-                            lastError: string | null;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_WEBHOOK_DELIVERY_NOT_FOUND"];
+            409: components["responses"]["Error409_WEBHOOK_ENDPOINT_DISABLED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminListMembers: {
@@ -5338,8 +5207,8 @@ export interface operations {
                 page?: number;
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
-                role?: "USER" | "ADMIN";
-                status?: "ACTIVE" | "SUSPENDED";
+                role?: components["schemas"]["Role"];
+                status?: components["schemas"]["MemberStatus"];
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "email" | "email,asc" | "email,desc" | "name" | "name,asc" | "name,desc";
             };
@@ -5352,57 +5221,19 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                memberId: number;
-                                email: string;
-                                name: string;
-                                /** @enum {unknown} */
-                                role: "USER" | "ADMIN";
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "SUSPENDED";
-                                emailVerified: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
-                };
-            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
     adminSearchMembers: {
@@ -5412,8 +5243,8 @@ export interface operations {
                 page?: number;
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
-                role?: "USER" | "ADMIN";
-                status?: "ACTIVE" | "SUSPENDED";
+                role?: components["schemas"]["Role"];
+                status?: components["schemas"]["MemberStatus"];
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "email" | "email,asc" | "email,desc" | "name" | "name,asc" | "name,desc";
                 /**
@@ -5431,57 +5262,289 @@ export interface operations {
             /** @description OK: the envelope with the result in `data` */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            content: {
-                                memberId: number;
-                                email: string;
-                                name: string;
-                                /** @enum {unknown} */
-                                role: "USER" | "ADMIN";
-                                /** @enum {unknown} */
-                                status: "ACTIVE" | "SUSPENDED";
-                                emailVerified: boolean;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:30:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            page: number;
-                            size: number;
-                            totalElements: number;
-                            totalPages: number;
-                            first: boolean;
-                            last: boolean;
-                        };
-                        error: null;
-                    };
+                    "application/json": components["schemas"]["MemberPageEnvelope"];
                 };
             };
-            /** @description A client error, as the error envelope; `error.code` says which (see the error catalogue) */
-            "4XX": {
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    getPrometheusMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
+                    "text/plain; version=0.0.4; charset=utf-8": string;
                 };
             };
-            /** @description A server error, as the error envelope: INTERNAL_ERROR, or SERVICE_UNAVAILABLE with Retry-After */
-            "5XX": {
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    listMetricNames: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["ErrorEnvelope"];
+                    "application/json": components["schemas"]["MetricNames"];
                 };
             };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    getMetric: {
+        parameters: {
+            query?: {
+                /** @description key:value, repeatable */
+                tag?: string[];
+            };
+            header?: never;
+            path: {
+                /** @description A name from /actuator/metrics */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Metric"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_2"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    getOpenApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    getActuatorHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description UP */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            /** @description DOWN: the database cannot be reached (not an envelope) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description UP: the process answers */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Probe"];
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description UP: the database answers */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Probe"];
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            /** @description DOWN (not an envelope) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Probe"];
+                };
+            };
+        };
+    };
+    getBuildInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuildInfo"];
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    redirectToSwaggerUi: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found: a redirect to /swagger-ui/ (in Location) */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    redirectToReferencePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found: a redirect to /docs/index.html (in Location) */
+            302: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+        };
+    };
+    getReferencePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
         };
     };
 }
