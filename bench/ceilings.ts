@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pgbenchText, type ServiceStatements } from './statements.js'
+import { pgbenchText, type CreateStatements, type Statement } from './statements.js'
 
 export const PGBENCH = '/usr/bin/pgbench'
 /** The `application_name` of pgbench's connections. */
@@ -39,9 +39,9 @@ export async function startReferenceServer (name: 'bare-server' | 'floor-server'
 export interface PgbenchResult { tps: number, latencyMs: number, failed: number, transactions: number }
 
 /** The by-id read, for a random seeded order (one id per statement), as the service writes it. */
-export function getByIdScript (statements: ServiceStatements, orders: number): string {
+export function getByIdScript (orderById: Statement, orders: number): string {
   return `\\set id random(1, ${orders})
-${pgbenchText(statements.orderById, { ids: 'array[:id]' })}
+${pgbenchText(orderById, { ids: 'array[:id]' })}
 `
 }
 
@@ -68,13 +68,13 @@ const STORED_RESPONSE = JSON.stringify({
 /**
  * The service's order-creation transaction with an idempotency key, statement for statement, as six
  * separate statements (src/idempotency/service.ts answerOnce around src/orders/service.ts
- * placeOrder, texts from bench/statements.ts): BEGIN; claim a fresh key; lock 3 products in id
+ * placeOrder, as of 2026-11-24: bench/statements.ts createOf20261124): BEGIN; claim a fresh key; lock 3 products in id
  * order; decrement the stock and insert the order, its 3 items, its history entry, its
  * `order.placed` event and the event's webhook deliveries in one statement; store the response
  * with the key; COMMIT. Strings that vary per request in the service (names, the stored body) are
  * literals here: pgbench variables hold numbers only.
  */
-export function createScript (statements: ServiceStatements, products: number, memberBase: number, members: number): string {
+export function createScript (statements: CreateStatements, products: number, memberBase: number, members: number): string {
   const third = Math.floor(products / 3)
   const key = "'bench-' || :client_id || '-' || :k"
   const fill = {

@@ -1,6 +1,6 @@
 /**
  * The floor of a Node service on this machine: node:http and pg running the statements pgbench runs
- * (the service's own, bench/statements.ts), and nothing else: no framework, authentication, validation, query
+ * (bench/statements.ts: the service's by-id read, and its create of 2026-11-24), and nothing else: no framework, authentication, validation, query
  * builder, metrics or logging. It answers
  *   GET  /api/v1/orders/{id}   the by-id read (reads asked for together share one statement, as in
  *                              the service: src/db/coalesce.ts);
@@ -16,11 +16,11 @@ import pg from 'pg'
 import { coalesce } from '../src/db/coalesce.js'
 import { isId64 } from '../src/limits.js'
 import { FLOOR_APP } from './ceilings.js'
-import { bind, serviceStatements } from './statements.js'
+import { bind, createOf20261124, orderByIdStatement } from './statements.js'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10), application_name: FLOOR_APP })
-// The service's defaults (src/config.ts): a day's idempotency keys, an hour's reservations.
-const S = await serviceStatements({ idempotencyTtlMs: 24 * 3600_000, reservationMs: 3600_000, currency: 'USD' })
+// The by-id read as the service runs it; the create as pgbench runs it (the six statements of 2026-11-24).
+const S = { orderById: await orderByIdStatement(), ...createOf20261124() }
 
 /** One prepared statement through pg's callback form, as the service runs them (src/db/prepared.ts). */
 function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: string, values: unknown[] = []): Promise<pg.QueryResult> {

@@ -35,7 +35,7 @@ import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
 import { FLOOR_APP, PGBENCH_APP, createScript, getByIdScript, runPgbench, startReferenceServer } from './ceilings.js'
 import { MEMBER_ID_BASE, SEED_PASSWORD, STATUSES, memberEmail, productOf, seed } from './seed.js'
-import { listStatements, serviceStatements } from './statements.js'
+import { createOf20261124, listStatements, orderByIdStatement } from './statements.js'
 
 const quick = process.argv.includes('--quick')
 const fresh = process.argv.includes('--fresh')
@@ -544,8 +544,10 @@ async function main () {
   const { url: DATABASE_URL, emptyStartupMs, seedNote } = await seededDatabase()
   monitor = new pg.Client({ connectionString: DATABASE_URL, application_name: 'order-bench-monitor' })
   await monitor.connect()
-  // The service's defaults (src/config.ts): keys kept a day, stock reserved for an hour.
-  const statements = await serviceStatements({ idempotencyTtlMs: 24 * 3600_000, reservationMs: 3600_000, currency: 'USD' })
+  // The by-id read as the service compiles it now; the create as it was on 2026-11-24 (issue 22's
+  // baseline: six separate statements), whatever the service's create has become since.
+  const orderById = await orderByIdStatement()
+  const todaysCreate = createOf20261124()
 
   // 2. Startup on PostgreSQL (seeded) — the process every scenario runs against.
   let service = await startService({ DATABASE_URL })
@@ -713,7 +715,7 @@ async function main () {
     return { row, tps: result.tps, pgUs }
   }
 
-  const pgGet = await pgbench('order by id with items, one id per statement', getByIdScript(statements, SIZES.orders),
+  const pgGet = await pgbench('order by id with items, one id per statement', getByIdScript(orderById, SIZES.orders),
     'the service\'s by-id statement; the service and the floor share statements between reads')
 
   // The floor: node:http and pg running the service's statements, nothing else (bench/floor-server.ts).
@@ -760,8 +762,8 @@ async function main () {
   deepRow.bareUs = bareUs
   deepRow.note = `service CPU ${(deepRow.cpu!.server / getRow.cpu!.server).toFixed(2)} × GET /orders/{id}'s`
 
-  const pgCreate = await pgbench('order creation, the six statements (BEGIN, claim key, lock products, insert, store answer, COMMIT)',
-    createScript(statements, SIZES.products, MEMBER_ID_BASE, SIZES.members), 'the service\'s create, statement for statement')
+  const pgCreate = await pgbench('order creation, the six statements of 2026-11-24 (BEGIN, claim key, lock products, insert, store answer, COMMIT)',
+    createScript(todaysCreate, SIZES.products, MEMBER_ID_BASE, SIZES.members), 'the service\'s create of 2026-11-24, statement for statement')
 
   const floorCreateRow = await load('floor: node:http + pg, the creation transaction only', floorBase, create, { meters: floorMeters })
   await stop(floor)

@@ -2,13 +2,16 @@
  * The service's own SQL for the by-id read and the order-creation transaction, taken from the
  * service's code rather than written out by hand: the repository functions run against a Kysely
  * instance whose driver executes nothing, and every statement they compile is kept. pgbench
- * (bench/ceilings.ts) and the floor server (bench/floor-server.ts) run exactly these texts, so they
- * follow the service when its statements change (the create gained its outbox CTEs this way).
+ * (bench/ceilings.ts) and the floor server (bench/floor-server.ts) run exactly these texts: the
+ * by-id read as the service compiles it now, and the create as `serviceStatements` captured it on
+ * 2026-11-24 (create-2026-11-24.json), the baseline issue 22 measures the service's create against
+ * while the create's own statements change. Run `serviceStatements` again to capture a new one.
  *
  * Each parameter the service would send is either a *slot* (it varies per request: a member, a key,
  * a product, a quantity…), found by the distinctive value the capture passed in for it, or a
  * constant (`'POST'`, the currency, the reservation TTL…), kept as captured.
  */
+import { readFileSync } from 'node:fs'
 import {
   DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type CompiledQuery,
 } from 'kysely'
@@ -158,6 +161,28 @@ export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, st
     if (expression === undefined) throw new Error(`no pgbench expression for slot ${param.slot}`)
     return expression
   }).replace(/\s*\n\s*/g, ' ').trim() + ';'
+}
+
+/** The create's four parameterised statements; `BEGIN` before and `COMMIT` after make six. */
+export type CreateStatements = Omit<ServiceStatements, 'orderById'>
+
+/**
+ * The create as the service ran it on 2026-11-24 (issue 22's "six separate statements of today"),
+ * captured by `serviceStatements` from the code of that day and kept in create-2026-11-24.json:
+ * pgbench and the floor server run these, so that the service's create can be measured against
+ * the same baseline while its own statements change.
+ */
+export function createOf20261124 (): CreateStatements {
+  return JSON.parse(readFileSync(new URL('./create-2026-11-24.json', import.meta.url), 'utf8')) as CreateStatements
+}
+
+/** The by-id read as the service runs it now (`findOrder`). */
+export async function orderByIdStatement (): Promise<Statement> {
+  const { db, taken } = capture()
+  await findOrder(db, (SENTINELS.ids as string[])[0]!)
+  await db.destroy()
+  if (taken.length !== 1) throw new Error(`expected 1 read statement, captured ${taken.length}`)
+  return toStatement(taken[0]!)
 }
 
 /** A statement with its values, as the service sends it. */
