@@ -116,7 +116,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
 
   /*
    * Outcomes are recorded in groups: one statement at a time records every outcome that came in
-   * while the previous one ran. Under load a statement records dozens of attempts, and the
+   * while the previous one ran (the first of a group waits GATHER_MS for company). Under load a statement records dozens of attempts, and the
    * deliveries do not wait on one round trip each behind the API's own statements.
    */
   const unrecorded: Array<RecordedAttempt & { done: (error?: unknown) => void }> = []
@@ -124,11 +124,14 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
   function record (delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       unrecorded.push({ delivery, outcome, done: error => error === undefined ? resolve() : reject(error) })
-      if (!recording) flushRecords().catch(() => {})
+      if (!recording) {
+        // The first outcome waits a moment for others to share its statement.
+        recording = true
+        setTimeout(() => { flushRecords().catch(() => {}) }, GATHER_MS)
+      }
     })
   }
   async function flushRecords (): Promise<void> {
-    recording = true
     try {
       while (unrecorded.length > 0) {
         const group = unrecorded.splice(0, MAX_RECORD_BATCH)
