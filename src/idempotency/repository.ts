@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
 import type { IdempotencyKeyRow } from './table.js'
 
@@ -20,34 +20,75 @@ export interface StoredAnswer {
 const expiresAt = (ttlMs: number) => sql<Date>`now() + ${ttlMs} * interval '1 millisecond'`
 
 /**
+ * The claim of a key, as SQL: inserts its row with `answer` (a query of one row: status, body,
+ * location), or takes over a row whose TTL has run out. A row of a concurrent claim that has not
+ * committed makes it wait until that claim's transaction ends; a live row leaves it claiming
+ * nothing. Returns a row (`claimed`) when the key was claimed. The one claim, whether the answer
+ * is stored later in the same transaction (`claimKey`) or in the same statement (`keyClaim`).
+ */
+function claimSql (scope: KeyScope, fingerprint: string, ttlMs: number, answer: RawBuilder<unknown>): RawBuilder<{ claimed: boolean }> {
+  return sql<{ claimed: boolean }>`
+    insert into idempotency_keys (member_id, method, path, key, fingerprint, response_status, response_body, location, expires_at)
+    select ${scope.memberId}::bigint, ${scope.method}::text, ${scope.path}::text, ${scope.key}::text, ${fingerprint}::text,
+      a.status, a.body, a.location, ${expiresAt(ttlMs)}
+    from (${answer}) as a (status, body, location)
+    on conflict (member_id, method, path, key) do update set
+      fingerprint = excluded.fingerprint, response_status = excluded.response_status, response_body = excluded.response_body,
+      location = excluded.location, created_at = now(), expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= now()
+    returning true as claimed`
+}
+
+/**
  * Claims the key for this transaction: inserts its row, or takes over a row whose TTL has run out.
  * A concurrent claim of the same key waits on the row until this transaction ends. Returns whether
- * the key was claimed (false: it is taken, and `findKey` tells by what).
+ * the key was claimed (false: it is taken, and `findKey` tells by what). The answer is stored
+ * before commit (`storeAnswer`).
  */
 export async function claimKey (trx: Tx, scope: KeyScope, fingerprint: string, ttlMs: number): Promise<boolean> {
-  const claimed = await trx.insertInto('idempotency_keys')
-    .values({
-      member_id: scope.memberId,
-      method: scope.method,
-      path: scope.path,
-      key: scope.key,
-      fingerprint,
-      response_status: null,
-      response_body: null,
-      location: null,
-      expires_at: expiresAt(ttlMs),
-    })
-    .onConflict(oc => oc.columns(['member_id', 'method', 'path', 'key']).doUpdateSet({
-      fingerprint,
-      response_status: null,
-      response_body: null,
-      location: null,
-      created_at: sql<Date>`now()`,
-      expires_at: expiresAt(ttlMs),
-    }).where('idempotency_keys.expires_at', '<=', sql<Date>`now()`))
-    .returning('key')
+  const { rows } = await claimSql(scope, fingerprint, ttlMs, sql`values (null::integer, null::jsonb, null::text)`).execute(trx)
+  return rows.length > 0
+}
+
+/**
+ * A key's part in a use case that runs as one statement (`answerOnceInOneStatement`): two CTE
+ * bodies for the use case's statement to include, under these names.
+ * - `key_stored`: the key's stored answer (fingerprint, response_status, response_body, location)
+ *   when it is taken and live as the statement's snapshot sees the table; otherwise no row. The use
+ *   case does nothing (checks nothing, locks nothing) when there is one.
+ * - `key_claim`: claims the key with the answer of the use case's CTE `answer` (status, body,
+ *   location; one row when its checks passed, none otherwise), and returns a row when it did. The
+ *   use case writes nothing unless it returns one. It runs after the use case's checks and locks,
+ *   and waits, like any claim, for a concurrent claim of the same key to end.
+ * Without a key, `key_stored` is empty and `key_claim` passes `answer` through.
+ */
+export interface KeyClaim {
+  readonly stored: RawBuilder<unknown>
+  readonly claim: RawBuilder<unknown>
+}
+
+export function keyClaim (scope: KeyScope, fingerprint: string, ttlMs: number): KeyClaim {
+  return {
+    stored: sql`
+      select fingerprint, response_status, response_body, location from idempotency_keys
+      where member_id = ${scope.memberId}::bigint and method = ${scope.method}::text and path = ${scope.path}::text
+        and key = ${scope.key}::text and expires_at > now()`,
+    claim: claimSql(scope, fingerprint, ttlMs, sql`select status, body, location from answer`),
+  }
+}
+
+export const NO_KEY: KeyClaim = {
+  stored: sql`select null::text as fingerprint, null::integer as response_status, null::jsonb as response_body, null::text as location where false`,
+  claim: sql`select true as claimed from answer`,
+}
+
+/** The key's row if it is live (its TTL has not run out), as a new statement sees it. */
+export function findLiveKey (db: Db, scope: KeyScope): Promise<IdempotencyKeyRow | undefined> {
+  return db.selectFrom('idempotency_keys').selectAll()
+    .where('member_id', '=', scope.memberId).where('method', '=', scope.method)
+    .where('path', '=', scope.path).where('key', '=', scope.key)
+    .where('expires_at', '>', sql<Date>`now()`)
     .executeTakeFirst()
-  return claimed !== undefined
 }
 
 export function findKey (trx: Tx, scope: KeyScope): Promise<IdempotencyKeyRow | undefined> {

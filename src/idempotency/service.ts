@@ -1,8 +1,14 @@
 import { createHash } from 'node:crypto'
-import type { Tx } from '../db/schema.js'
+import type { Db, Tx } from '../db/schema.js'
 import { ApiError } from '../errors.js'
-import type { KeyedOutcome, Outcome } from '../http/idempotency.js'
-import { claimKey, findKey, releaseKey, storeAnswer, type KeyScope } from './repository.js'
+import type { Answer, KeyedOutcome, Outcome } from '../http/idempotency.js'
+import {
+  NO_KEY, claimKey, findKey, findLiveKey, keyClaim, releaseKey, storeAnswer, type KeyClaim, type KeyScope,
+} from './repository.js'
+import type { IdempotencyKeyRow } from './table.js'
+
+/** A taken key's stored answer, as far as a replay needs it. */
+type StoredKey = Pick<IdempotencyKeyRow, 'fingerprint' | 'response_status' | 'response_body' | 'location'>
 
 /** An idempotent request: its key (if any) in its scope, the body it is fingerprinted by, and the TTL. */
 export interface KeyedRequest {
@@ -38,30 +44,76 @@ export function fingerprint (body: Record<string, unknown>): string {
  * 3. otherwise run `work` and store its answer before commit. An error rolls the claim back with
  *    everything else, so only successful answers are kept and a failed request may be retried; a
  *    `failure` outcome commits the work but releases the key.
- * Without a key, `work` simply runs.
+ * Without a key, `work` simply runs. A use case that is one statement uses `answerOnceInOneStatement`.
  */
 export async function answerOnce<T> (trx: Tx, request: KeyedRequest, work: () => Promise<Outcome<T>>): Promise<KeyedOutcome<T>> {
   if (request.key === undefined) return withReplayed(await work(), false)
   const scope = { ...request.scope, key: request.key }
   const print = fingerprint(request.body)
-  if (!await claimKey(trx, scope, print, request.ttlMs)) {
-    const stored = await findKey(trx, scope)
-    if (!stored || stored.response_status === null) {
-      // Only possible if the row vanished or is still being written between the two statements.
-      throw new ApiError('IDEMPOTENCY_KEY_IN_FLIGHT', 'A request with this idempotency key is still being processed.', {
-        headers: { 'Retry-After': '1' },
-      })
-    }
-    if (stored.fingerprint !== print) {
-      throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used with a different request body.')
-    }
-    // The body is what the first answer sent, as stored JSON.
-    return { status: stored.response_status, body: stored.response_body as T, location: stored.location, replayed: true }
-  }
+  if (!await claimKey(trx, scope, print, request.ttlMs)) return replayOf(await findKey(trx, scope), print)
   const outcome = await work()
   if ('failure' in outcome) await releaseKey(trx, scope)
   else await storeAnswer(trx, scope, { status: outcome.status, body: outcome.body, location: outcome.location ?? null })
   return withReplayed(outcome, false)
+}
+
+/** What a use case that is one statement (with the key's claim in it, `KeyClaim`) ended in. */
+export type StatementOutcome<T> =
+  /** Its checks passed: it claimed the key, did the work and stored this answer with the key. */
+  | { answered: Answer<T> }
+  /** A check failed: nothing changed. */
+  | { refused: ApiError }
+  /**
+   * The key was taken: its stored answer as the statement saw it, or `undefined` when another
+   * request's claim committed while the statement ran. Nothing changed.
+   */
+  | { keyTaken: StoredKey | undefined }
+
+/**
+ * The rules of `answerOnce` (CONTRACT §3), for a use case that checks, claims the key, writes and
+ * stores its answer in one statement (under autocommit: it is its own transaction), so that a new
+ * request costs one round trip:
+ * - a key the statement finds taken → the replay (or 422), with no check made and nothing locked;
+ * - a claim that meets a concurrent claim of the same key waits for it to end, like the claim in a
+ *   transaction; if it committed, its answer is read by a second statement and replayed;
+ * - a check that fails leaves nothing behind. With a key, a second statement looks for a claim
+ *   committed meanwhile (the statement's snapshot predates it; the product rows it locked may not):
+ *   a concurrent duplicate is answered the replay, as if it had waited on the claim, never an
+ *   error of the checks.
+ * Only successful answers are stored; without a key the statement simply runs.
+ */
+export async function answerOnceInOneStatement<T> (
+  db: Db, request: KeyedRequest, statement: (claim: KeyClaim) => Promise<StatementOutcome<T>>
+): Promise<KeyedOutcome<T>> {
+  if (request.key === undefined) {
+    const outcome = await statement(NO_KEY)
+    if ('answered' in outcome) return { ...outcome.answered, replayed: false }
+    if ('refused' in outcome) throw outcome.refused
+    throw new Error('a statement without a key found its key taken')
+  }
+  const scope = { ...request.scope, key: request.key }
+  const print = fingerprint(request.body)
+  const outcome = await statement(keyClaim(scope, print, request.ttlMs))
+  if ('answered' in outcome) return { ...outcome.answered, replayed: false }
+  if ('keyTaken' in outcome) return replayOf(outcome.keyTaken ?? await findLiveKey(db, scope), print)
+  const claimedMeanwhile = await findLiveKey(db, scope)
+  if (claimedMeanwhile) return replayOf(claimedMeanwhile, print)
+  throw outcome.refused
+}
+
+/** What a taken key answers: its stored answer, replayed, if the body is the same; else 422. */
+function replayOf<T> (stored: StoredKey | undefined, print: string): KeyedOutcome<T> {
+  if (!stored || stored.response_status === null) {
+    // Only possible if the row vanished (its TTL ran out) or is still being written between two statements.
+    throw new ApiError('IDEMPOTENCY_KEY_IN_FLIGHT', 'A request with this idempotency key is still being processed.', {
+      headers: { 'Retry-After': '1' },
+    })
+  }
+  if (stored.fingerprint !== print) {
+    throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'This idempotency key was already used with a different request body.')
+  }
+  // The body is what the first answer sent, as stored JSON.
+  return { status: stored.response_status, body: stored.response_body as T, location: stored.location, replayed: true }
 }
 
 const withReplayed = <T>(outcome: Outcome<T>, replayed: boolean): KeyedOutcome<T> =>

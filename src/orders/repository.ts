@@ -1,13 +1,14 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely'
+import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
 import { outboxWrites, type Announcement } from '../events/outbox.js'
 import type { Database, Db, Tx } from '../db/schema.js'
+import type { KeyClaim } from '../idempotency/repository.js'
 import { idValue } from '../db/sql.js'
 import { MAX_STOCK, isId64 } from '../limits.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { Role } from '../members/schemas.js'
 import type { PaymentStatus } from '../payments/schemas.js'
-import type { OrderAction, OrderItem, OrderStatus } from './schemas.js'
+import type { OrderAction, OrderDetail, OrderItem, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
 
 export type OrderWithItems = OrderRow & { items: OrderItem[], payment_status: PaymentStatus | null }
@@ -87,10 +88,6 @@ export function lockProductStock (trx: Tx, ids: readonly number[]): Promise<Lock
     .where('id', 'in', ids).orderBy('id').forUpdate().execute()
 }
 
-export function memberExists (trx: Tx, id: number): Promise<boolean> {
-  return trx.selectFrom('members').select('id').where('id', '=', id).executeTakeFirst().then(row => row !== undefined)
-}
-
 export interface NewOrder {
   customerId: number
   currency: string
@@ -140,6 +137,149 @@ export async function insertOrderReservingStock (trx: Tx, order: NewOrder): Prom
     ),
     ${outboxWrites([{ type: 'order.placed' }], placedItems)}
     select * from o`.execute(trx)
+  return rows[0]!
+}
+
+export interface OrderToPlace {
+  customerId: number
+  /** An admin ordering for another member: the customer must exist (CONTRACT §3). */
+  checkCustomer: boolean
+  items: ReadonlyArray<{ productId: number, quantity: number }>
+  currency: string
+  shippingAddress: string | null
+  memo: string | null
+  actor: { id: number, role: Role }
+  /** How long the stock stays reserved without a confirm; 0 = for ever. */
+  reservationMs: number
+  /** The answer's `allowedActions`: the caller's, on an order just PLACED. */
+  allowedActions: readonly string[]
+  /** The answer's status, and its `Location`, in which `{id}` stands for the new order's id. */
+  answerAs: { status: number, location: string }
+}
+
+/** What the create's statement found: the key's stored answer, its own answer, or why it refused. */
+export interface PlaceOrderResult {
+  /** The key was taken and live as the statement saw it: nothing was checked or written. */
+  stored: { fingerprint: string, response_status: number | null, response_body: unknown, location: string | null } | null
+  /** Every check passed (the customer, the products, the stock, the total). */
+  checks_passed: boolean
+  /** The order was placed and this answer stored with the key: the checks passed and the key was claimed. */
+  answer: { status: number, body: OrderDetail, location: string } | null
+  /** When the checks did not pass, the facts the refusal is made of. */
+  customer_known: boolean | null
+  total_fits: boolean | null
+  /** Per item, in the order submitted: its product's status and stock (null: no such product). */
+  products: Array<{ status: string | null, stock: number | null }> | null
+}
+
+/** The items of the create's statement as the API shows them, from its CTE `checked`. */
+const checkedItems = sql`(select jsonb_agg(jsonb_build_object(
+    'productId', c.product_id, 'productName', c.product_name, 'quantity', c.quantity,
+    'unitPrice', c.unit_price, 'lineTotal', c.line_total::bigint) order by c.position) from checked c)`
+
+/** A timestamp as `Date.toISOString()` writes it (the columns hold milliseconds). */
+const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * Places an order in one statement (its own transaction, under autocommit), idempotency key
+ * included (`KeyClaim`, src/idempotency/repository.ts). In the order PostgreSQL runs the CTEs:
+ * 1. `key_stored`: a key already taken ends it here: nothing is checked, locked or written;
+ * 2. `locked`: the products, locked in id order (concurrent creates never deadlock). A row another
+ *    transaction holds is waited for, and read as that transaction committed it: the checks below
+ *    see the stock every earlier create left, not the statement's snapshot;
+ * 3. `checked`, `verdict`: the checks in the contract's order (§10): the customer exists (an admin
+ *    ordering for another member), every product is ACTIVE, its stock covers the quantity, the
+ *    total is a safe integer. Prices are snapshotted here;
+ * 4. `new_order`, `answer`: only when every check passed, the order's id (from its sequence) and
+ *    time, and the answer built from them: the order's detail as `toOrderDetail` shows it
+ *    (src/orders/mapper.ts), version 1, the caller's `allowedActions`;
+ * 5. `key_claim`: claims the key with that answer stored (waiting for a concurrent claim of the
+ *    same key to end), or, without a key, passes;
+ * 6. only if the key was claimed: the order, the stock taken off its products (no overselling: the
+ *    rows are locked and were checked as they are now), the items, the first history entry, the
+ *    `order.placed` event and its webhook deliveries (src/events/outbox.ts).
+ * Returns what the caller needs to answer, replay or refuse.
+ */
+export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: OrderToPlace): Promise<PlaceOrderResult> {
+  const productIds = order.items.map(item => item.productId)
+  const quantities = order.items.map(item => item.quantity)
+  const { rows } = await sql<PlaceOrderResult>`
+    with key_stored as (${claim.stored}),
+    v as (
+      select (t.ord - 1)::smallint as position, t.product_id, t.quantity
+      from unnest(${productIds}::bigint[], ${quantities}::integer[]) with ordinality as t (product_id, quantity, ord)
+    ),
+    locked as materialized (
+      select p.id, p.name, p.price, p.stock_quantity, p.status from products p
+      where p.id = any (${productIds}::bigint[]) and not exists (select from key_stored)
+      order by p.id
+      for update
+    ),
+    checked as materialized (
+      select v.position, v.product_id, v.quantity, l.name as product_name, l.price as unit_price,
+        l.price::numeric * v.quantity as line_total, l.status, l.stock_quantity
+      from v left join locked l on l.id = v.product_id
+    ),
+    verdict as materialized (
+      select
+        not ${order.checkCustomer}::boolean or exists (select from members m where m.id = ${order.customerId}::bigint) as customer_known,
+        bool_and(coalesce(c.status = 'ACTIVE', false)) as all_active,
+        bool_and(coalesce(c.stock_quantity >= c.quantity, false)) as in_stock,
+        sum(c.line_total) <= ${sql.lit(Number.MAX_SAFE_INTEGER)} as total_fits,
+        sum(c.line_total) as total_amount
+      from checked c
+      where not exists (select from key_stored)
+      having count(*) > 0
+    ),
+    new_order as materialized (
+      select nextval(pg_get_serial_sequence('orders', 'id')) as id, now()::timestamptz(3) as at, total_amount::bigint as total_amount
+      from verdict where customer_known and all_active and in_stock and total_fits
+    ),
+    answer as materialized (
+      select ${order.answerAs.status}::integer as status,
+        jsonb_build_object(
+          'orderId', n.id, 'customerId', ${order.customerId}::bigint, 'status', 'PLACED', 'items', ${checkedItems},
+          'totalAmount', n.total_amount, 'currency', ${order.currency}::text,
+          'shippingAddress', ${order.shippingAddress}::text, 'memo', ${order.memo}::text, 'paymentId', null,
+          'version', 1, 'allowedActions', ${JSON.stringify(order.allowedActions)}::jsonb,
+          'createdAt', ${isoTime(sql`n.at`)}, 'updatedAt', ${isoTime(sql`n.at`)}) as body,
+        replace(${order.answerAs.location}::text, '{id}', n.id::text) as location
+      from new_order n
+    ),
+    key_claim as (${claim.claim}),
+    o as (
+      insert into orders (id, customer_id, status, total_amount, currency, item_count, shipping_address, memo,
+        reserved_until, event_sequence, created_at, updated_at)
+      overriding system value
+      select n.id, ${order.customerId}::bigint, 'PLACED', n.total_amount, ${order.currency}::text, ${order.items.length}::integer,
+        ${order.shippingAddress}::text, ${order.memo}::text,
+        case when ${order.reservationMs}::bigint > 0 then n.at + ${order.reservationMs}::bigint * interval '1 millisecond' end,
+        1, n.at, n.at
+      from new_order n
+      where exists (select from key_claim)
+      returning *
+    ),
+    stock as (
+      update products p set stock_quantity = p.stock_quantity - c.quantity, updated_at = now()
+      from checked c where p.id = c.product_id and exists (select from o)
+    ),
+    items as (
+      insert into order_items (order_id, position, product_id, product_name, quantity, unit_price, line_total)
+      select o.id, c.position, c.product_id, c.product_name, c.quantity, c.unit_price, c.line_total::bigint from o, checked c
+    ),
+    history as (
+      insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
+      select o.id, null, 'PLACED', 'create', ${order.actor.id}::bigint, ${order.actor.role}::text from o
+    ),
+    ${outboxWrites([{ type: 'order.placed' }], checkedItems)}
+    select
+      (select to_jsonb(k) from key_stored k) as stored,
+      exists (select from new_order) as checks_passed,
+      (select jsonb_build_object('status', a.status, 'body', a.body, 'location', a.location) from answer a where exists (select from o)) as answer,
+      (select customer_known from verdict where not exists (select from new_order)) as customer_known,
+      (select total_fits from verdict where not exists (select from new_order)) as total_fits,
+      (select jsonb_agg(jsonb_build_object('status', c.status, 'stock', c.stock_quantity) order by c.position)
+        from checked c where exists (select from verdict) and not exists (select from new_order)) as products`.execute(db)
   return rows[0]!
 }
 

@@ -5,7 +5,7 @@ import { invalidParam } from '../errors.js'
 import { principalOf, type Principal } from '../http/access.js'
 import { idempotencyKeyOf, sendAnswer } from '../http/idempotency.js'
 import { Envelope, IdParams, IdempotencyHeaders, Slice, ok } from '../http/schemas.js'
-import { answerOnce } from '../idempotency/service.js'
+import { answerOnceInOneStatement } from '../idempotency/service.js'
 import { ordersPlaced } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { changeOrder } from './lifecycle.js'
@@ -41,10 +41,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
     const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
     assertOrderRequest(principal, request.body)
     const once = { scope: { memberId: principal.memberId, method: 'POST', path: '/api/v1/orders' }, key, body: request.body, ttlMs: app.config.idempotencyTtlMs }
-    const outcome = await app.db.transaction().execute(trx => answerOnce(trx, once, async () => {
-      const order = await placeOrder(trx, app.config, principal, request.body)
-      return { status: 201, body: toOrderDetail(order, principal), location: `/api/v1/orders/${order.id}` }
-    }))
+    // One statement: the key's claim, the checks, the order and the stored answer (issue 22).
+    const outcome = await answerOnceInOneStatement(app.db, once, claim =>
+      placeOrder(app.db, claim, app.config, principal, request.body, { status: 201, location: '/api/v1/orders/{id}' }))
     if ('replayed' in outcome && !outcome.replayed) ordersPlaced.inc() // once committed, never on a replay
     return sendAnswer(reply, outcome, order => ({ ETag: etagOf(order) }))
   })

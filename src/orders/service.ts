@@ -1,17 +1,21 @@
 import type { Config } from '../config.js'
-import type { Db, Tx } from '../db/schema.js'
+import type { Db } from '../db/schema.js'
 import { ApiError, invalidParam, type InvalidParam } from '../errors.js'
 import { assertOwnerOrAdmin, isAdmin, type Principal } from '../http/access.js'
 import { assertRange } from '../http/ranges.js'
 import { pageWindow, parseList, parseSort, sliceWindow, toPage, toSlice } from '../http/paging.js'
+import type { KeyClaim } from '../idempotency/repository.js'
+import type { StatementOutcome } from '../idempotency/service.js'
 import { toHistoryEntry, toOrderSummary } from './mapper.js'
 import {
-  findHistory, findOrder, insertOrderReservingStock, listOrders, lockProductStock, memberExists, pageOrders,
-  type OrderFilter, type OrderWithItems,
+  findHistory, findOrder, listOrders, pageOrders, placeOrderInOneStatement,
+  type OrderFilter, type OrderWithItems, type PlaceOrderResult,
 } from './repository.js'
 import {
-  ORDER_SORT, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderSearchQuery,
+  ORDER_SORT, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderDetail,
+  type OrderSearchQuery,
 } from './schemas.js'
+import { allowedActions } from './status.js'
 
 /**
  * The checks of a create that need no database, in the contract's order (CONTRACT §10): the body
@@ -35,60 +39,54 @@ export function assertOrderRequest (principal: Principal, body: CreateOrderBody)
 }
 
 /**
- * Places an order (CONTRACT §3) in the caller's transaction, after `assertOrderRequest`: checks the
- * customer exists (400), every product is active (400) and in stock (409), then reserves the stock
- * until the reservation TTL runs out (CONTRACT §11), inserts the order and records its history.
- * Returns the order as created.
+ * Places an order (CONTRACT §3) in one statement, the idempotency key's claim (`claim`) and the
+ * stored answer included, after `assertOrderRequest`: checks the customer exists (400), every product
+ * is active (400) and in stock (409), then reserves the stock until the reservation TTL runs out
+ * (CONTRACT §11), inserts the order and records its history and its event. The answer is the order
+ * as created, with the status and `Location` (`{id}`: the order's id) the route chooses. Run it
+ * through `answerOnceInOneStatement`, which replays a taken key.
  */
 export async function placeOrder (
-  trx: Tx, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal, body: CreateOrderBody
-): Promise<OrderWithItems> {
-  if (body.customerId !== principal.memberId && !(await memberExists(trx, body.customerId))) {
-    throw invalidParam('customerId', 'is not a registered member')
-  }
-
-  const products = new Map((await lockProductStock(trx, body.items.map(item => item.productId))).map(p => [p.id, p]))
-  const inactive: InvalidParam[] = []
-  body.items.forEach((item, index) => {
-    if (products.get(item.productId)?.status !== 'ACTIVE') {
-      inactive.push({ field: `items[${index}].productId`, message: 'is not an active product' })
-    }
-  })
-  if (inactive.length > 0) {
-    throw new ApiError('VALIDATION_FAILED', 'Every item must be an active product.', { invalidParams: inactive })
-  }
-
-  const short = body.items.filter(item => products.get(item.productId)!.stock_quantity < item.quantity)
-  if (short.length > 0) {
-    const detail = short.map(item =>
-      `product ${item.productId}: ${item.quantity} requested, ${products.get(item.productId)!.stock_quantity} in stock`).join('; ')
-    throw new ApiError('INSUFFICIENT_STOCK', `Not enough stock, nothing was reserved (${detail}).`)
-  }
-
-  const items = body.items.map(item => {
-    const product = products.get(item.productId)!
-    return {
-      productId: item.productId,
-      productName: product.name,
-      quantity: item.quantity,
-      unitPrice: product.price,
-      lineTotal: product.price * item.quantity,
-    }
-  })
-  const totalAmount = items.reduce((sum, item) => sum + item.lineTotal, 0)
-  if (!Number.isSafeInteger(totalAmount)) throw invalidParam('items', 'the order total is too large')
-
-  const row = await insertOrderReservingStock(trx, {
+  db: Db, claim: KeyClaim, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal,
+  body: CreateOrderBody, answerAs: { status: number, location: string }
+): Promise<StatementOutcome<OrderDetail>> {
+  const result = await placeOrderInOneStatement(db, claim, {
     customerId: body.customerId,
+    checkCustomer: body.customerId !== principal.memberId,
+    items: body.items,
     currency: config.currency,
-    totalAmount,
     shippingAddress: body.shippingAddress ?? null,
     memo: body.memo ?? null,
-    items,
     actor: { id: principal.memberId, role: principal.role },
     reservationMs: config.orderReservationTtlMs,
+    allowedActions: allowedActions({ customer_id: body.customerId, status: 'PLACED', payment_status: null }, principal),
+    answerAs,
   })
-  return { ...row, items, payment_status: null }
+  if (result.stored) return { keyTaken: result.stored }
+  if (result.answer) return { answered: result.answer }
+  // The checks passed, but a concurrent request claimed the key first: nothing was written.
+  if (result.checks_passed) return { keyTaken: undefined }
+  return { refused: refusalOf(body, result) }
+}
+
+/** Why the create's statement refused: the first check that failed, in the contract's order (§10). */
+function refusalOf (body: CreateOrderBody, result: PlaceOrderResult): ApiError {
+  if (!result.customer_known) return invalidParam('customerId', 'is not a registered member')
+  const products = result.products!
+  const inactive: InvalidParam[] = []
+  body.items.forEach((item, index) => {
+    if (products[index]!.status !== 'ACTIVE') inactive.push({ field: `items[${index}].productId`, message: 'is not an active product' })
+  })
+  if (inactive.length > 0) {
+    return new ApiError('VALIDATION_FAILED', 'Every item must be an active product.', { invalidParams: inactive })
+  }
+  const short = body.items.flatMap((item, index) => {
+    const stock = products[index]!.stock!
+    return stock < item.quantity ? [`product ${item.productId}: ${item.quantity} requested, ${stock} in stock`] : []
+  })
+  if (short.length > 0) return new ApiError('INSUFFICIENT_STOCK', `Not enough stock, nothing was reserved (${short.join('; ')}).`)
+  if (!result.total_fits) return invalidParam('items', 'the order total is too large')
+  throw new Error('the create refused an order that passes every check')
 }
 
 /**

@@ -50,6 +50,40 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
     assert.equal(await ctx.api.stockOf(mugs.productId), 0)
   })
 
+  it('answers with the order exactly as GET /orders/{id} then shows it, to the member and to an admin ordering for them', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member()
+    const beans = await ctx.api.product(admin, { name: 'Beans', price: 1250, stockQuantity: 10 })
+    const mugs = await ctx.api.product(admin, { name: 'Mug', price: 899, stockQuantity: 3 })
+    const items = [{ productId: mugs.productId, quantity: 1 }, { productId: beans.productId, quantity: 2 }]
+    for (const [caller, extra] of [[member, { memo: 'ring twice' }], [admin, { shippingAddress: '1 Main St' }]] as const) {
+      const created = await ctx.api.inject({
+        method: 'POST', url: '/api/v1/orders', headers: caller.headers, payload: { customerId: member.id, items, ...extra },
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      const read = await ctx.api.inject({ url: created.headers.location as string, headers: caller.headers })
+      assert.equal(read.statusCode, 200, read.body)
+      assert.deepEqual(created.json().data, read.json().data)
+      assert.equal(created.headers.etag, read.headers.etag)
+    }
+  })
+
+  it('refuses an order whose total is not a safe integer with 400 naming items, reserving nothing', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member()
+    const dear = await ctx.api.product(admin, { price: Number.MAX_SAFE_INTEGER, stockQuantity: 10 })
+    const res = await ctx.api.inject({
+      method: 'POST', url: '/api/v1/orders', headers: member.headers, payload: { customerId: member.id, items: [{ productId: dear.productId, quantity: 2 }] },
+    })
+    assertError(res, {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/orders',
+      detail: 'The request has invalid parameters.',
+      invalidParams: [{ field: 'items', message: 'the order total is too large' }],
+    })
+    assert.equal(await ctx.api.stockOf(dear.productId), 10)
+  })
+
   it('keeps the price it was placed at when the product price changes later', async () => {
     const admin = await ctx.api.admin()
     const member = await ctx.api.member()

@@ -301,6 +301,34 @@ describeEachBackend('idempotency keys on POST /api/v1/orders', (ctx) => {
     assert.equal(await ctx.api.stockOf(beans.productId), 98)
   })
 
+  it('replays after its product became inactive or sold out: the key is looked at before the products and the stock (CONTRACT §14)', async () => {
+    const { member, beans, body } = await setUp(ctx)
+    const first = await post(ctx, member, body, 'before-the-checks')
+    await ctx.api.app.db.updateTable('products').set({ stock_quantity: 0 }).where('id', '=', beans.productId).execute()
+    assertReplayOf(await post(ctx, member, body, 'before-the-checks'), first)
+    await ctx.api.app.db.updateTable('products').set({ status: 'INACTIVE' }).where('id', '=', beans.productId).execute()
+    assertReplayOf(await post(ctx, member, body, 'before-the-checks'), first)
+    assertError(await post(ctx, member, { ...body, memo: 'changed' }, 'before-the-checks'),
+      { code: 'IDEMPOTENCY_KEY_REUSED', instance: ORDERS, detail: REUSED })
+    assert.equal(await rows(ctx, 'orders'), 1)
+  })
+
+  it('answers concurrent duplicates for the last units with the replay (or in flight), never with the stock the first one took', async () => {
+    const { admin, member } = await setUp(ctx)
+    const last = await ctx.api.product(admin, { stockQuantity: 2 })
+    const body = { customerId: member.id, items: [{ productId: last.productId, quantity: 2 }] }
+    const results = await Promise.all(Array.from({ length: 20 }, () => post(ctx, member, body, 'last-two')))
+    const created = results.filter(res => res.statusCode === 201)
+    assert.equal(created.length, 1, results.map(res => `${res.statusCode} ${res.body}`).join('\n'))
+    for (const res of results) {
+      if (res === created[0]) continue
+      if (res.statusCode === 409) assert.equal(res.json().error.code, 'IDEMPOTENCY_KEY_IN_FLIGHT', res.body)
+      else assertReplayOf(res, created[0]!)
+    }
+    assert.equal(await ctx.api.stockOf(last.productId), 0)
+    assert.equal(await rows(ctx, 'orders'), 1)
+  })
+
   it('replays the first response even after the order has changed since', async () => {
     const { member, beans, body } = await setUp(ctx)
     const first = await post(ctx, member, body, 'then-cancelled')
