@@ -862,7 +862,13 @@ async function main () {
       const custom = scansOf((await explainer.query(`explain (format json) ${statement.text}`, statement.values as unknown[])).rows[0]['QUERY PLAN'])
       await explainer.query(`prepare bench_${i} as ${statement.text}`)
       await explainer.query('set plan_cache_mode = force_generic_plan')
-      const literals = statement.values.map(value => value instanceof Date ? `'${value.toISOString()}'` : typeof value === 'string' ? explainer.escapeLiteral(value) : String(value))
+      const literalOf = (value: unknown): string => {
+        if (value instanceof Date) return `'${value.toISOString()}'`
+        if (typeof value === 'string') return explainer.escapeLiteral(value)
+        if (Array.isArray(value)) return explainer.escapeLiteral(`{${value.join(',')}}`)
+        return String(value)
+      }
+      const literals = statement.values.map(literalOf)
       const generic = scansOf((await explainer.query(`explain (format json) execute bench_${i}${literals.length ? `(${literals.join(', ')})` : ''}`)).rows[0]['QUERY PLAN'])
       await explainer.query('reset plan_cache_mode')
       allScans.push(...custom, ...generic)
