@@ -7,7 +7,7 @@ import pg from 'pg'
 import { sql } from 'kysely'
 import { buildApp, type BuildOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
-import { openDatabase, type DatabaseHandle } from '../src/db/database.js'
+import { openDatabase, type DatabaseHandle, type OpenOptions } from '../src/db/database.js'
 import { bootstrapAdmin } from '../src/members/service.js'
 import { undocumentedAnswer } from '../src/ops/openapi.js'
 import type { OrderDetail, OrderSummary } from '../src/orders/schemas.js'
@@ -34,8 +34,8 @@ export function testConfig (env: Record<string, string> = {}): Config {
  * A fresh database for one test file: an in-memory PGlite, or a scratch database on the
  * TEST_DATABASE_URL server that is dropped when the handle closes.
  */
-export async function createTestDatabase (backend: Backend): Promise<DatabaseHandle & { url?: string }> {
-  if (backend === 'pglite') return openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true })
+export async function createTestDatabase (backend: Backend, options: OpenOptions = {}): Promise<DatabaseHandle & { url?: string }> {
+  if (backend === 'pglite') return openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true }, options)
   const serverUrl = process.env.TEST_DATABASE_URL!
   const name = `order_test_${process.pid}_${randomBytes(4).toString('hex')}`
   const adminClient = new pg.Client({ connectionString: serverUrl })
@@ -44,7 +44,7 @@ export async function createTestDatabase (backend: Backend): Promise<DatabaseHan
   await adminClient.end()
   const url = new URL(serverUrl)
   url.pathname = `/${name}`
-  const handle = await openDatabase({ databaseUrl: url.toString(), databasePoolSize: 30, databasePreparedStatements: true, dataDir: 'memory' })
+  const handle = await openDatabase({ databaseUrl: url.toString(), databasePoolSize: 30, databasePreparedStatements: true, dataDir: 'memory' }, options)
   return {
     ...handle,
     url: url.toString(),

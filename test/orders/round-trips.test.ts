@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { after, before, beforeEach, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import type { DatabaseHandle } from '../../src/db/database.js'
 import { Api, BACKENDS, assertError, createTestDatabase, resetDatabase, testConfig, type Member } from '../helper.js'
 
 /** Background jobs would send statements of their own during a request; these tests keep them quiet. */
@@ -25,7 +25,6 @@ for (const backend of BACKENDS) {
     const request = new AsyncLocalStorage<Counted>()
     /** The requests being counted, by the value of their COUNT_HEADER. */
     const counting = new Map<string, Counted>()
-    let scratch: DatabaseHandle & { url?: string } | undefined
     let database: DatabaseHandle
     let api: Api
     let member: Member
@@ -36,12 +35,7 @@ for (const backend of BACKENDS) {
         const counted = request.getStore()
         if (counted?.open) counted.sent.push(text)
       }
-      if (backend === 'pglite') {
-        database = await openDatabase({ dataDir: 'memory', databaseUrl: undefined, databasePoolSize: 1, databasePreparedStatements: true }, { onStatement })
-      } else {
-        scratch = await createTestDatabase('postgres')
-        database = await openDatabase({ databaseUrl: scratch.url, databasePoolSize: 4, databasePreparedStatements: true, dataDir: 'memory' }, { onStatement })
-      }
+      database = await createTestDatabase(backend, { onStatement })
       const app = await buildApp(testConfig(), { logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS })
       app.addHook('onRequest', (req, _reply, done) => {
         const counted = counting.get(String(req.headers[COUNT_HEADER]))
@@ -59,7 +53,6 @@ for (const backend of BACKENDS) {
     after(async () => {
       await api?.app.close()
       await database?.close()
-      await scratch?.close()
     })
     beforeEach(async () => {
       await resetDatabase(api.app)
