@@ -8,19 +8,26 @@
  *   npm run bench:webhooks              # 4 alternating runs of 10 s each
  *   npm run bench:webhooks -- --quick   # 2 runs of 5 s
  *
+ * Beside them, the floor of a delivery: a process that does nothing but POST bodies of an event's
+ * size to the same receiver with undici (keep-alive, 64 in flight), its CPU per request read the
+ * same way. No dispatcher can deliver an event for less than one such request (Standard Webhooks
+ * sends one event per request), so its ratio to a create is the least an endpoint can cost.
+ *
  * DATABASE_URL names the server to create the scratch database on (default
  * postgres://postgres@127.0.0.1:5432/postgres); it is dropped afterwards.
  */
 import autocannon from 'autocannon'
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import os from 'node:os'
+import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
+import { Agent, request } from 'undici'
 import { MEMBER_ID_BASE, SEED_PASSWORD, memberEmail, productOf, seed } from './seed.js'
 
 const quick = process.argv.includes('--quick')
@@ -109,8 +116,9 @@ async function main (): Promise<void> {
 
     // The receiver: answers 200 to every delivery and counts them.
     let received = 0
+    let receivedBytes = 0
     receiver = http.createServer((req, res) => {
-      req.resume()
+      req.on('data', (chunk: Buffer) => { receivedBytes += chunk.length })
       req.on('end', () => { received++; res.writeHead(200).end() })
     })
     const receiverPort = await freePort()
@@ -180,12 +188,20 @@ async function main (): Promise<void> {
     log(`events: ${(await check.query('select count(*)::int as n from events')).rows[0].n}; endpoint: ${JSON.stringify((await check.query('select status, updated_at from webhook_endpoints')).rows)}`)
     await check.end()
     log(`deliveries: ${statuses.rows.map(row => `${row.status} ${row.n}${row.error ? ` (${row.error})` : ''}`).join(', ')}`)
+    // The floor of a delivery, on the same receiver, bodies of the events' average size.
+    const eventBytes = Math.round(receivedBytes / Math.max(1, received))
+    // Asynchronously: the receiver answering it runs in this process.
+    const { stdout: floorOut } = await promisify(execFile)(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--floor-sender',
+      `http://127.0.0.1:${receiverPort}/floor`, String(quick ? 5_000 : 20_000), String(eventBytes)], { cwd: ROOT, encoding: 'utf8' })
+    const floor = (JSON.parse(floorOut.trim().split('\n').at(-1)!) as { perRequestUs: number }).perRequestUs
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
     const ratio = median(withHook) / median(without)
     console.log(`\nmachine: ${os.cpus().length} × ${os.cpus()[0]?.model}, node ${process.version}`)
     console.log(`service CPU per create: ${median(without).toFixed(0)} µs without an endpoint, ${median(withHook).toFixed(0)} µs with one: ` +
       `${((ratio - 1) * 100).toFixed(1)}% more (target ≤ 15%): ${ratio <= 1.15 ? 'PASS' : 'FAIL'}`)
     console.log(`events delivered at the create rate, backlog drained within 10 s of each run: ${drained ? 'PASS' : 'FAIL'}`)
+    console.log(`floor of a delivery: a process that only POSTs ${eventBytes}-byte bodies with undici spends ${floor.toFixed(0)} µs per request, ` +
+      `${(floor / median(without) * 100).toFixed(1)}% of a create's service CPU in this run: the least one endpoint can add`)
   } finally {
     receiver?.close()
     if (child && child.exitCode === null) {
@@ -198,4 +214,28 @@ async function main (): Promise<void> {
   }
 }
 
-main().catch(error => { console.error(error); process.exitCode = 1 })
+/** The floor sender (run as its own process): POSTs `count` bodies of `size` bytes to `url`, prints its CPU per request. */
+async function sendFloor (url: string, count: number, size: number): Promise<void> {
+  const agent = new Agent({ keepAliveTimeout: 4_000 })
+  const body = JSON.stringify({ padding: 'x'.repeat(Math.max(0, size - 14)) })
+  const headers = { 'content-type': 'application/json', 'webhook-id': '1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,floor' }
+  const post = async () => {
+    const answer = await request(url, { method: 'POST', dispatcher: agent, headers, body, signal: AbortSignal.timeout(10_000) })
+    await answer.body.dump()
+  }
+  let next = 0
+  const burst = (n: number) => Promise.all(Array.from({ length: 64 }, async () => { while (next++ < n) await post() }))
+  await burst(Math.min(1000, count)) // warm-up: connections open, code compiled
+  next = 0
+  const before = process.cpuUsage()
+  await burst(count)
+  const used = process.cpuUsage(before)
+  console.log(JSON.stringify({ perRequestUs: (used.user + used.system) / count }))
+  await agent.close()
+}
+
+const floorAt = process.argv.indexOf('--floor-sender')
+const run = floorAt >= 0
+  ? sendFloor(process.argv[floorAt + 1]!, Number(process.argv[floorAt + 2]), Number(process.argv[floorAt + 3]))
+  : main()
+run.catch(error => { console.error(error); process.exitCode = 1 })
