@@ -3,9 +3,9 @@
  * service's code rather than written out by hand: the repository functions run against a Kysely
  * instance whose driver executes nothing, and every statement they compile is kept. pgbench
  * (bench/ceilings.ts) and the floor server (bench/floor-server.ts) run exactly these texts: the
- * by-id read as the service compiles it now, and the create as `serviceStatements` captured it on
- * 2026-11-24 (create-2026-11-24.json), the baseline issue 22 measures the service's create against
- * while the create's own statements change. Run `serviceStatements` again to capture a new one.
+ * by-id read as the service compiles it now, and the create as it was on 2026-11-24
+ * (create-2026-11-24.json, from git history: the service now creates in one statement), the
+ * baseline issue 22 measures the service's create against.
  *
  * Each parameter the service would send is either a *slot* (it varies per request: a member, a key,
  * a product, a quantity…), found by the distinctive value the capture passed in for it, or a
@@ -16,8 +16,7 @@ import {
   DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type CompiledQuery,
 } from 'kysely'
 import type { Database } from '../src/db/schema.js'
-import { claimKey, storeAnswer } from '../src/idempotency/repository.js'
-import { findOrder, insertOrderReservingStock, listOrders, lockProductStock, pageOrders } from '../src/orders/repository.js'
+import { findOrder, listOrders, pageOrders } from '../src/orders/repository.js'
 
 /** What varies between two creates or two reads; each slot is a parameter of some statement. */
 export type Slot =
@@ -80,55 +79,12 @@ const toStatement = (query: CompiledQuery): Statement => ({
   }),
 })
 
-export interface ServiceStatements {
-  /** The by-id read (`findOrder`): one statement for the ids asked for together (slot `ids`). */
-  orderById: Statement
-  /** The create's four statements with parameters, in order; `BEGIN` before and `COMMIT` after make six. */
+/** The create's four parameterised statements, in order; `BEGIN` before and `COMMIT` after make six. */
+export interface CreateStatements {
   claimKey: Statement
   lockProducts: Statement
   insertOrder: Statement
   storeResponse: Statement
-}
-
-/**
- * Compiles the statements the service runs for `GET /orders/{id}` and for a 3-item
- * `POST /orders` with an idempotency key (src/orders/routes.ts → src/idempotency/service.ts
- * answerOnce → src/orders/service.ts placeOrder), with the service's default settings.
- */
-export async function serviceStatements (settings: { idempotencyTtlMs: number, reservationMs: number, currency: string }): Promise<ServiceStatements> {
-  const { db, taken } = capture()
-  await findOrder(db, (SENTINELS.ids as string[])[0]!)
-  const [read] = taken.splice(0)
-  const s = SENTINELS as Record<Slot, never>
-  const scope = { memberId: s.member, method: 'POST', path: '/api/v1/orders', key: s.key }
-  await db.transaction().execute(async trx => {
-    await claimKey(trx, scope, s.fingerprint, settings.idempotencyTtlMs)
-    await lockProductStock(trx, [s.product0, s.product1, s.product2])
-    await insertOrderReservingStock(trx, {
-      customerId: s.member,
-      currency: settings.currency,
-      totalAmount: s.total,
-      shippingAddress: null,
-      memo: null,
-      items: [0, 1, 2].map(k => ({
-        productId: s[`product${k}` as Slot],
-        productName: s[`name${k}` as Slot],
-        quantity: s[`quantity${k}` as Slot],
-        unitPrice: s[`price${k}` as Slot],
-        lineTotal: s[`line${k}` as Slot],
-      })),
-      actor: { id: s.member, role: 'USER' },
-      reservationMs: settings.reservationMs,
-    })
-    // storeAnswer serialises the body itself; the sentinel is what it stores.
-    await storeAnswer(trx, scope, { status: 201, body: 'sentinel-body', location: s.location })
-  })
-  await db.destroy()
-  const [claim, lock, insert, store] = taken.map(toStatement)
-  if (!read || !claim || !lock || !insert || !store || taken.length !== 4) {
-    throw new Error(`expected 1 read and 4 create statements, captured ${taken.length + (read ? 1 : 0)}`)
-  }
-  return { orderById: toStatement(read), claimKey: claim, lockProducts: lock, insertOrder: insert, storeResponse: store }
 }
 
 /** The values to send for `statement`, with each slot filled from `fill`. */
@@ -163,12 +119,9 @@ export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, st
   }).replace(/\s*\n\s*/g, ' ').trim() + ';'
 }
 
-/** The create's four parameterised statements; `BEGIN` before and `COMMIT` after make six. */
-export type CreateStatements = Omit<ServiceStatements, 'orderById'>
-
 /**
  * The create as the service ran it on 2026-11-24 (issue 22's "six separate statements of today"),
- * captured by `serviceStatements` from the code of that day and kept in create-2026-11-24.json:
+ * captured from the code of that day (its four statements, compiled as below) and kept in create-2026-11-24.json:
  * pgbench and the floor server run these, so that the service's create can be measured against
  * the same baseline while its own statements change.
  */
