@@ -37,7 +37,7 @@ import { expireLapsedReservations } from './orders/lifecycle.js'
 import { orderRoutes } from './orders/routes.js'
 import { simulatedProvider, type PaymentProvider } from './payments/provider.js'
 import { paymentRoutes } from './payments/routes.js'
-import { DISPATCHER_CONNECTIONS, startDispatcher, type Dispatcher } from './webhooks/dispatcher.js'
+import { DISPATCHER_CONNECTIONS, dispatcherDatabaseUrl, startDispatcher, type Dispatcher } from './webhooks/dispatcher.js'
 import { webhookRoutes } from './webhooks/routes.js'
 
 declare module 'fastify' {
@@ -176,19 +176,19 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const admin = await bootstrapAdmin(database.db, config)
   if (admin === 'created') app.log.info({ email: config.adminEmail }, 'created the first admin')
 
-  // Webhooks: delivered promptly after each change commits (a change answers after its commit), on
-  // any instance's change through LISTEN/NOTIFY, else by the poll. Stopped before the pool closes.
+  // Webhooks: delivered promptly after each change commits (a change answers after its commit): the
+  // instance that made the change wakes its own dispatcher; others poll. Stopped before the pool closes.
   // On PostgreSQL the dispatcher has two connections of its own: its claims and records must not
-  // queue behind the API's transactions, nor the API's behind them (bench/RESULTS.md, "Events").
+  // queue behind the API's transactions, nor the API's behind them (bench/RESULTS.md, "Events");
+  // they plan each statement for its values (dispatcherDatabaseUrl).
   const dispatcherDatabase = config.databaseUrl
-    ? await openDatabase({ ...config, databasePoolSize: DISPATCHER_CONNECTIONS })
+    ? await openDatabase({ ...config, databaseUrl: dispatcherDatabaseUrl(config.databaseUrl), databasePoolSize: DISPATCHER_CONNECTIONS })
     : undefined
   if (dispatcherDatabase) app.addHook('onClose', () => dispatcherDatabase.close())
   const webhooks = startDispatcher({
     db: dispatcherDatabase?.db ?? database.db,
     config,
     log: app.log,
-    listenUrl: database.kind === 'postgres' ? config.databaseUrl : undefined,
   })
   app.decorate('webhooks', webhooks)
   app.addHook('onResponse', (request, _reply, done) => {
@@ -255,7 +255,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   // Unconfirmed orders give their stock back when their reservation runs out, on whichever instance sweeps first.
   const sweep = setInterval(() => {
-    expireLapsedReservations(database.db).catch(error => app.log.warn({ err: error }, 'expiry of lapsed reservations failed'))
+    expireLapsedReservations(database.db)
+      .then(expired => { if (expired > 0) webhooks.wake() }) // their order.cancelled events
+      .catch(error => app.log.warn({ err: error }, 'expiry of lapsed reservations failed'))
   }, options.reservationSweepMs ?? RESERVATION_SWEEP_MS)
   sweep.unref()
   app.addHook('onClose', async () => clearInterval(sweep))

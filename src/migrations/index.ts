@@ -8,6 +8,7 @@ import * as webhooks from './2026-11-24-03-webhooks.js'
 import * as webhookDispatch from './2026-11-24-04-webhook-dispatch.js'
 import * as webhookNotify from './2026-11-24-07-webhook-notify.js'
 import * as webhookClaims from './2026-11-24-08-webhook-claims.js'
+import * as webhookNotifyOff from './2026-11-24-09-webhook-notify-off.js'
 import * as oidc from './2026-11-24-06-oidc.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-06-oidc': oidc,
   '2026-11-24-07-webhook-notify': webhookNotify,
   '2026-11-24-08-webhook-claims': webhookClaims,
+  '2026-11-24-09-webhook-notify-off': webhookNotifyOff,
 }

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
-import pg from 'pg'
 import { Agent, request } from 'undici'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
@@ -17,8 +16,10 @@ import { signatureHeader } from './signing.js'
 
 /*
  * The webhook dispatcher (CONTRACT §12): claims due deliveries, POSTs each event, records the outcome.
- * Woken in-process after each change (`wake`), by LISTEN webhook_deliveries across instances
- * (PostgreSQL; a trigger notifies on commit), and by a slow poll as the fallback.
+ * Woken in-process after each change commits (`wake`), when a retry falls due, and by a slow poll,
+ * which is also how an instance finds deliveries that another instance wrote and did not send (it
+ * stopped, or had no room). There is no NOTIFY: PostgreSQL makes the commits of notifying
+ * transactions wait for one another, and every create would have been one (migration 2026-11-24-09).
  */
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
@@ -35,12 +36,26 @@ const MAX_CLAIM = 64
 const GATHER_MS = 20
 /** Connections the dispatcher's own pool holds on PostgreSQL: one claims while the other records. */
 export const DISPATCHER_CONNECTIONS = 2
+/**
+ * The dispatcher's own connections plan each statement for its parameters (a custom plan) rather
+ * than reusing the generic plan that a prepared statement settles on after five runs. A generic
+ * plan is kept until the next ANALYZE of a table it reads, and one made while there were few
+ * deliveries scans the table once per due delivery to check for an earlier pending event of its
+ * order: with 2,700 pending, a claim took 1.8 s and the backlog grew for as long as the load lasted
+ * (bench/RESULTS.md, "Events"). Planning a claim costs far less than that, and a claim serves up to
+ * 64 deliveries.
+ */
+export function dispatcherDatabaseUrl (databaseUrl: string): string {
+  const url = new URL(databaseUrl)
+  const options = url.searchParams.get('options')
+  url.searchParams.set('options', `${options ? `${options} ` : ''}-c plan_cache_mode=force_custom_plan`)
+  return url.toString()
+}
 /** Outcomes recorded by one statement at most. */
 const MAX_RECORD_BATCH = 500
 /** Of a receiver's answer, this much is read; this much of an error is kept. */
 const MAX_ANSWER_BYTES = 4096
 const MAX_ERROR_CHARS = 200
-const CHANNEL = 'webhook_deliveries'
 
 export interface Dispatcher {
   /** Look for due deliveries now (a change has just committed). */
@@ -53,8 +68,6 @@ export interface DispatcherOptions {
   db: Db
   config: Pick<Config, 'webhookTimeoutMs' | 'webhookRetrySchedule' | 'webhookAllowPrivate'>
   log: FastifyBaseLogger
-  /** PostgreSQL to LISTEN on for deliveries written by other instances; none for PGlite. */
-  listenUrl?: string | undefined
   /** The fallback poll (default 1 s). */
   pollMs?: number
 }
@@ -321,31 +334,6 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
   const poll = setInterval(wake, options.pollMs ?? 1000)
   poll.unref()
 
-  // Other instances' deliveries: PostgreSQL notifies on commit (migration 2026-11-24-04).
-  let listener: pg.Client | undefined
-  let relisten: NodeJS.Timeout | undefined
-  async function listen (): Promise<void> {
-    if (stopped || !options.listenUrl) return
-    const client = new pg.Client({ connectionString: options.listenUrl, application_name: 'order-service webhooks' })
-    client.on('notification', () => wake())
-    client.on('error', (error) => {
-      log.warn({ err: error }, 'LISTEN connection for webhooks lost; polling until it is back')
-      client.end().catch(() => {})
-      if (listener === client) listener = undefined
-      if (!stopped) relisten = setTimeout(() => { listen().catch(() => {}) }, 5_000)
-    })
-    try {
-      await client.connect()
-      await client.query(`listen ${CHANNEL}`)
-      listener = client
-      if (stopped) await client.end()
-    } catch (error) {
-      log.warn({ err: error }, 'could not LISTEN for webhook deliveries; polling')
-      client.end().catch(() => {})
-      if (!stopped) relisten = setTimeout(() => { listen().catch(() => {}) }, 5_000)
-    }
-  }
-  listen().catch(() => {})
   wake()
 
   return {
@@ -355,10 +343,8 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
       clearInterval(poll)
       if (soonest) clearTimeout(soonest)
       if (gathering) clearTimeout(gathering)
-      if (relisten) clearTimeout(relisten)
       stopping.abort()
       await Promise.allSettled([...inFlight])
-      await listener?.end().catch(() => {})
       await Promise.allSettled([...agents.values()].map(agent => agent.close()))
     },
   }

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
 import { buildApp } from '../../src/app.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
+import { dispatcherDatabaseUrl } from '../../src/webhooks/dispatcher.js'
 import { ADMIN, Api, createTestDatabase, freePort, resetDatabase, testConfig } from '../helper.js'
 import { Receiver, eventually, type Received } from './receiver.js'
 
@@ -75,6 +77,50 @@ describe('two instances dispatching from one PostgreSQL database', { skip }, () 
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.equal(receiver.received.length, total, 'no event delivered twice')
     assert.deepEqual(firstDeliveries(receiver.received), committed)
+  })
+
+  it("delivers what another instance wrote and did not send, and no create's transaction sends a NOTIFY", async () => {
+    // Without NOTIFY, an instance learns of another's deliveries by its poll: instance two stops
+    // its dispatcher, so only instance one can deliver what two commits.
+    await resetDatabase(apis[0]!.app)
+    receiver.received.length = 0
+    const [one, two] = apis as [Api, Api]
+    const admin = await one.admin()
+    const owner = await one.member('owner')
+    const product = await one.product(admin, { stockQuantity: 100 })
+    const endpoint = (await one.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })).json().data
+    receiver.secrets = [endpoint.secret]
+    receiver.respond = () => ({ status: 200 })
+    await two.app.webhooks.close()
+    const listener = new pg.Client({ connectionString: database.url! })
+    await listener.connect()
+    const notified: string[] = []
+    listener.on('notification', message => notified.push(message.channel))
+    await listener.query('listen webhook_deliveries')
+    try {
+      const orders = []
+      for (let i = 0; i < 3; i++) orders.push(await two.order(owner, [{ productId: product.productId, quantity: 1 }]))
+      await eventually(() => receiver.succeeded.length >= 3, 10_000, "instance one delivers instance two's events")
+      assert.deepEqual(receiver.succeeded.map(r => r.event.orderId).sort(), orders.map(order => order.orderId).sort())
+      assert.deepEqual(notified, [])
+    } finally {
+      await listener.end()
+    }
+  })
+
+  it("plans the dispatcher's statements for their values on its own connections", async () => {
+    // A generic plan made while the deliveries table was small would scan it once per due delivery.
+    const url = new URL(database.url!)
+    url.searchParams.set('application_name', 'dispatcher-test')
+    url.searchParams.set('options', '-c statement_timeout=5s')
+    const client = new pg.Client({ connectionString: dispatcherDatabaseUrl(url.toString()) })
+    await client.connect()
+    try {
+      const settings = await client.query("select current_setting('plan_cache_mode') as plans, current_setting('statement_timeout') as timeout, current_setting('application_name') as name")
+      assert.deepEqual(settings.rows, [{ plans: 'force_custom_plan', timeout: '5s', name: 'dispatcher-test' }])
+    } finally {
+      await client.end()
+    }
   })
 })
 
