@@ -7,6 +7,9 @@
  *
  *   npm run bench:webhooks              # 4 alternating runs of 10 s each
  *   npm run bench:webhooks -- --quick   # 2 runs of 5 s
+ *   npm run bench:webhooks -- --quick --profile
+ *                                       # the service under --cpu-prof; bench/profile-top.mjs then
+ *                                       # prints each run's window, in µs per create
  *
  * Beside them, the floor of a delivery: a process that does nothing but POST bodies of an event's
  * size to the same receiver with undici (keep-alive, 64 in flight), its CPU per request read the
@@ -31,6 +34,9 @@ import { Agent, request } from 'undici'
 import { MEMBER_ID_BASE, SEED_PASSWORD, memberEmail, productOf, seed } from './seed.js'
 
 const quick = process.argv.includes('--quick')
+const profiling = process.argv.includes('--profile')
+const PROFILES = fileURLToPath(new URL('./profiles', import.meta.url))
+const PROFILE_NAME = `webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`
 const SECONDS = quick ? 5 : 10
 const ROUNDS = quick ? 1 : 2
 const CONNECTIONS = 32
@@ -65,12 +71,26 @@ async function main (): Promise<void> {
   const DATABASE_URL = url.toString()
   let child: ChildProcess | undefined
   let receiver: http.Server | undefined
+  /** Stops the service (SIGTERM, so that a profile is written); when it stopped, in performance.now() ms. */
+  const stop = async (): Promise<number> => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise(resolve => child!.once('exit', resolve))
+      child.kill('SIGTERM')
+      const at = performance.now()
+      await exited
+      return at
+    }
+    return performance.now()
+  }
   try {
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' })
     // The service migrates on start; then the set-based seed fills the catalogue and members.
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
-    const start = () => spawn(process.execPath, ['dist/server.js'], {
+    const start = () => spawn(process.execPath, [
+      ...(profiling ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${PROFILE_NAME}`] : []),
+      'dist/server.js',
+    ], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -143,7 +163,10 @@ async function main (): Promise<void> {
     }
 
     const pid = child.pid!
+    /** Each measured run's window (performance.now() ms) and creates, for the profile's summary. */
+    const windows: Array<{ label: string, from: number, to: number, creates: number }> = []
     const run = async (label: string) => {
+      const from = performance.now()
       const before = cpuMs(pid)
       const samples: number[] = []
       const sampler = setInterval(() => { undelivered().then(n => samples.push(n), () => {}) }, 500)
@@ -151,6 +174,7 @@ async function main (): Promise<void> {
       clearInterval(sampler)
       const creates = result['2xx'] // 201s: every key is new
       const perCreate = (cpuMs(pid) - before) / creates * 1000
+      windows.push({ label, from, to: performance.now(), creates })
       log(`${label}: ${creates} creates (${(creates / SECONDS).toFixed(0)}/s), ${result.non2xx + result.errors} errors, ` +
         `service CPU ${perCreate.toFixed(0)} µs per create${samples.length ? `, events_undelivered max ${Math.max(...samples)} (samples ${samples.join(' ')})` : ''}`)
       return { creates, perCreate, errors: result.non2xx + result.errors, maxUndelivered: samples.length ? Math.max(...samples) : 0 }
@@ -202,11 +226,19 @@ async function main (): Promise<void> {
     console.log(`events delivered at the create rate, backlog drained within 10 s of each run: ${drained ? 'PASS' : 'FAIL'}`)
     console.log(`floor of a delivery: a process that only POSTs ${eventBytes}-byte bodies with undici spends ${floor.toFixed(0)} µs per request, ` +
       `${(floor / median(without) * 100).toFixed(1)}% of a create's service CPU in this run: the least one endpoint can add`)
+    if (profiling) {
+      // The profile is written when the service exits; each window is placed from the profile's end
+      // (later than the SIGTERM by the time the service takes to stop: a fraction of a second).
+      const stoppedAt = await stop()
+      for (const window of windows.filter(w => !w.label.startsWith('warm-up'))) {
+        console.log(`\n## ${window.label}: ${window.creates} creates`)
+        console.log(execFileSync(process.execPath, [fileURLToPath(new URL('./profile-top.mjs', import.meta.url)), `${PROFILES}/${PROFILE_NAME}`, '30',
+          `--requests=${window.creates}`, `--window=${((stoppedAt - window.from) / 1000).toFixed(2)},${((stoppedAt - window.to) / 1000).toFixed(2)}`], { encoding: 'utf8' }))
+      }
+    }
   } finally {
     receiver?.close()
-    if (child && child.exitCode === null) {
-      await new Promise(resolve => { child!.once('exit', resolve); child!.kill('SIGTERM') })
-    }
+    await stop()
     const cleanup = new pg.Client({ connectionString: SERVER_URL })
     await cleanup.connect()
     await cleanup.query(`drop database if exists ${name} with (force)`)
