@@ -1,4 +1,4 @@
-import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib'
+import type { ChannelModel, ConfirmChannel } from 'amqplib'
 import type { FastifyBaseLogger } from 'fastify'
 import { sql } from 'kysely'
 import type { Db } from '../db/schema.js'
@@ -122,6 +122,8 @@ export function createBrokerSink (options: BrokerSinkOptions): BrokerSink {
 
   async function connectBroker (): Promise<ConfirmChannel> {
     if (channel) return channel
+    // Loaded on first use: a service without AMQP_URL never loads the client (its modules stay out of memory).
+    const { connect } = await import('amqplib')
     const connection = await connect(url, { timeout: 5_000 })
     // Without listeners, an 'error' would be an uncaught exception: a broker outage must not end the process.
     connection.on('error', (error: Error) => log.warn({ err: error }, 'RabbitMQ connection error'))
