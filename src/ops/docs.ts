@@ -10,7 +10,8 @@ const HTML = 'text/html; charset=utf-8'
  * - `/swagger-ui.html` → `/swagger-ui/`: Swagger UI, its assets served from node_modules (no CDN),
  *   reading `/v3/api-docs`;
  * - `/docs/index.html` (`/docs`, `/docs/` redirect to it): one self-contained page built once from the
- *   OpenAPI document when the app is ready.
+ *   OpenAPI document, on its first request. Not at start-up: the page (about 650 kB) and the document
+ *   it is built from would stay in every process's memory whether or not anyone reads them.
  * None of these routes is in the OpenAPI document.
  */
 export const docsRoutes: FastifyPluginAsync = async (app) => {
@@ -25,7 +26,6 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
 
   let page: string | undefined
   const build = () => renderReferencePage(app.swagger() as unknown as OpenApiDocument, app.config)
-  app.addHook('onReady', async () => { page = build() })
 
   for (const url of ['/docs', '/docs/']) {
     app.get(url, { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) =>
