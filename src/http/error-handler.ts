@@ -39,7 +39,10 @@ export function toApiError (error: unknown): ApiError {
 }
 
 /** The path of a request target, without its query: an error's `instance`. */
-export const pathOf = (url: string): string => url.split('?', 1)[0]!
+export const pathOf = (url: string): string => {
+  const query = url.indexOf('?')
+  return query === -1 ? url : url.slice(0, query)
+}
 
 /**
  * The error envelope for `error` at `instance` (CONTRACT §2): the one builder of every error body,
