@@ -16,6 +16,7 @@ import { migrate, openDatabase, type DatabaseHandle } from './db/database.js'
 import type { Db } from './db/schema.js'
 import { registerAccessRules } from './http/access.js'
 import { clientErrorHandler, collectRoutes, frameworkErrorHandler, registerErrorHandling, registerMethodNotAllowed } from './http/error-handler.js'
+import { requestLogger, type LevelledLogger } from './http/request-logger.js'
 import { securityHeaders } from './http/security-headers.js'
 import { schemaErrorFormatter, validatorCompiler } from './http/validation.js'
 import { registerCors, registerWireRules } from './http/wire.js'
@@ -97,6 +98,8 @@ class AccessLog extends LogController {
   }
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // Nothing would be written at this level: the line is not built (the null logger of `logger: false` cannot say).
+    if ((reply.log as Partial<LevelledLogger>).isLevelEnabled?.(error ? 'error' : 'info') === false) return
     const line = {
       method: request.method,
       url: request.url.split('?', 1)[0],
@@ -130,6 +133,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const app = Fastify({
     logger: options.logger === false ? false : { level: config.logLevel, redact: REDACT, ...options.logger },
     logController: accessLog,
+    // Without a logger, Fastify's own factory hands every request the app's (null) logger.
+    ...(options.logger === false ? {} : { childLoggerFactory: requestLogger }),
     // Fastify would take any X-Request-Id as is; genReqId checks it first (see requestId).
     requestIdHeader: false,
     genReqId: requestId,
