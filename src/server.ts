@@ -1,8 +1,9 @@
 import cluster, { type Worker } from 'node:cluster'
 import { hostname } from 'node:os'
-import { setFlagsFromString } from 'node:v8'
+import { PerformanceObserver } from 'node:perf_hooks'
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8'
 import closeWithGrace from 'close-with-grace'
-import { buildApp } from './app.js'
+import type { buildApp as BuildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 
 /** A worker has this long to finish its in-flight requests and close its pool after SIGTERM. */
@@ -23,6 +24,47 @@ const LEVELS: Record<string, number> = { fatal: 60, error: 50, warn: 40, info: 3
  * Measured: bench/RESULTS.md, "The heap".
  */
 setFlagsFromString('--no-allocation-site-pretenuring')
+
+/**
+ * The young generation's most, in MB (its two semi-spaces together). V8 would grow it to 32 MB: it
+ * doubles it after collections in which much survives, which start-up does (routes, schemas), and it
+ * keeps that size afterwards, mostly empty (the live heap is about 45 MB, of which the young
+ * generation holds one or two). At 8 MB a process starts 20-25 MB smaller, and a request's objects
+ * still die young: a GET allocates about 40 kB and lives a few ms, a scavenge comes every 4 MB.
+ * V8 fixes the semi-spaces' maximum when the process starts (`--max-semi-space-size`, which only the
+ * command line could set); what it reads at each collection is the growth factor, so growth stops
+ * here by setting that factor to 1 once the young generation has reached this size.
+ * Measured: bench/RESULTS.md, "The heap".
+ */
+const YOUNG_GENERATION_MB = 8
+/**
+ * How far the old generation may grow past what the last full collection left live before the next
+ * one, in percent (V8 picks 10% to 300% from how fast it collects, and at least 8 MB more). Requests
+ * that are in flight at two scavenges in a row are promoted and die in the old generation, about
+ * 2 MB/s under full load; with V8's own choice the old generation grew to 150 MB and more between
+ * full collections, whose marking runs concurrently. 25% keeps it under about 70 MB.
+ * Measured: bench/RESULTS.md, "The heap".
+ */
+const HEAP_GROWING_PERCENT = 25
+
+setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
+capYoungGeneration(YOUNG_GENERATION_MB * 1024 * 1024)
+
+/** Stops the young generation from growing past `bytes` (see YOUNG_GENERATION_MB); growth resumes if V8 shrank it below. */
+function capYoungGeneration (bytes: number): void {
+  let capped = false
+  const check = () => {
+    const size = getHeapSpaceStatistics().find(space => space.space_name === 'new_space')?.space_size ?? 0
+    if ((size >= bytes) === capped) return
+    capped = !capped
+    setFlagsFromString(`--semi-space-growth-factor=${capped ? 1 : 2}`)
+  }
+  // Told after each collection; growth happens in a collection's epilogue, and needs several scavenges.
+  new PerformanceObserver(check).observe({ entryTypes: ['gc'] })
+}
+
+// Only now the app's modules: the flags above apply to everything they allocate at start-up.
+const { buildApp } = await import('./app.js')
 
 let config: Config
 try {
@@ -50,7 +92,7 @@ async function serve (config: Config): Promise<void> {
     process.on('message', message => { if (message === SHUTDOWN) shutdown() })
     process.on('disconnect', () => shutdown())
   }
-  let app: Awaited<ReturnType<typeof buildApp>>
+  let app: Awaited<ReturnType<typeof BuildApp>>
   try {
     app = await buildApp(config)
   } catch (error) {
