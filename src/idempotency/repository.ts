@@ -51,8 +51,17 @@ export async function claimKey (trx: Tx, scope: KeyScope, fingerprint: string, t
 }
 
 /**
- * A key's part in a use case that runs as one statement (`answerOnceInOneStatement`): two CTE
- * bodies for the use case's statement to include, under these names.
+ * A key's part in a use case that runs as one statement (`answerOnceInOneStatement`): whose key,
+ * the request's fingerprint and how long the key lives. No key is `null`.
+ */
+export interface KeyClaim {
+  readonly scope: KeyScope
+  readonly fingerprint: string
+  readonly ttlMs: number
+}
+
+/**
+ * A key's claim as two CTE bodies for the use case's statement to include, under these names.
  * - `key_stored`: the key's stored answer (fingerprint, response_status, response_body, location)
  *   when it is taken and live as the statement's snapshot sees the table; otherwise no row. The use
  *   case does nothing (checks nothing, locks nothing) when there is one.
@@ -60,26 +69,25 @@ export async function claimKey (trx: Tx, scope: KeyScope, fingerprint: string, t
  *   location; one row when its checks passed, none otherwise), and returns a row when it did. The
  *   use case writes nothing unless it returns one. It runs after the use case's checks and locks,
  *   and waits, like any claim, for a concurrent claim of the same key to end.
- * Without a key, `key_stored` is empty and `key_claim` passes `answer` through.
+ * Without a key (`null`), `key_stored` is empty and `key_claim` passes `answer` through. The use
+ * case builds its statement once per shape (src/db/compiled.ts), passing stand-ins for the
+ * claim's values, which are only placed into the SQL here.
  */
-export interface KeyClaim {
-  readonly stored: RawBuilder<unknown>
-  readonly claim: RawBuilder<unknown>
-}
-
-export function keyClaim (scope: KeyScope, fingerprint: string, ttlMs: number): KeyClaim {
+export function keyClaimSql (claim: KeyClaim | null): { stored: RawBuilder<unknown>, claim: RawBuilder<unknown> } {
+  if (!claim) {
+    return {
+      stored: sql`select null::text as fingerprint, null::integer as response_status, null::jsonb as response_body, null::text as location where false`,
+      claim: sql`select true as claimed from answer`,
+    }
+  }
+  const { scope } = claim
   return {
     stored: sql`
       select fingerprint, response_status, response_body, location from idempotency_keys
       where member_id = ${scope.memberId}::bigint and method = ${scope.method}::text and path = ${scope.path}::text
         and key = ${scope.key}::text and expires_at > now()`,
-    claim: claimSql(scope, fingerprint, ttlMs, sql`select status, body, location from answer`),
+    claim: claimSql(scope, claim.fingerprint, claim.ttlMs, sql`select status, body, location from answer`),
   }
-}
-
-export const NO_KEY: KeyClaim = {
-  stored: sql`select null::text as fingerprint, null::integer as response_status, null::jsonb as response_body, null::text as location where false`,
-  claim: sql`select true as claimed from answer`,
 }
 
 /** The key's row if it is live (its TTL has not run out), as a new statement sees it. */

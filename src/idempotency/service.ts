@@ -3,7 +3,7 @@ import type { Db, Tx } from '../db/schema.js'
 import { ApiError } from '../errors.js'
 import type { Answer, KeyedOutcome, Outcome } from '../http/idempotency.js'
 import {
-  NO_KEY, claimKey, findKey, findLiveKey, keyClaim, releaseKey, storeAnswer, type KeyClaim, type KeyScope,
+  claimKey, findKey, findLiveKey, releaseKey, storeAnswer, type KeyClaim, type KeyScope,
 } from './repository.js'
 import type { IdempotencyKeyRow } from './table.js'
 
@@ -83,17 +83,17 @@ export type StatementOutcome<T> =
  * Only successful answers are stored; without a key the statement simply runs.
  */
 export async function answerOnceInOneStatement<T> (
-  db: Db, request: KeyedRequest, statement: (claim: KeyClaim) => Promise<StatementOutcome<T>>
+  db: Db, request: KeyedRequest, statement: (claim: KeyClaim | null) => Promise<StatementOutcome<T>>
 ): Promise<KeyedOutcome<T>> {
   if (request.key === undefined) {
-    const outcome = await statement(NO_KEY)
+    const outcome = await statement(null)
     if ('answered' in outcome) return { ...outcome.answered, replayed: false }
     if ('refused' in outcome) throw outcome.refused
     throw new Error('a statement without a key found its key taken')
   }
   const scope = { ...request.scope, key: request.key }
   const print = fingerprint(request.body)
-  const outcome = await statement(keyClaim(scope, print, request.ttlMs))
+  const outcome = await statement({ scope, fingerprint: print, ttlMs: request.ttlMs })
   if ('answered' in outcome) return { ...outcome.answered, replayed: false }
   if ('keyTaken' in outcome) return replayOf(outcome.keyTaken ?? await findLiveKey(db, scope), print)
   const claimedMeanwhile = await findLiveKey(db, scope)

@@ -1,8 +1,9 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
+import { StatementOnce } from '../db/compiled.js'
 import { outboxWrites, type Announcement } from '../events/outbox.js'
 import type { Database, Db, Tx } from '../db/schema.js'
-import type { KeyClaim } from '../idempotency/repository.js'
+import { keyClaimSql, type KeyClaim } from '../idempotency/repository.js'
 import { idValue } from '../db/sql.js'
 import { MAX_STOCK, isId64 } from '../limits.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
@@ -131,18 +132,72 @@ const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time z
  *    `order.placed` event and its webhook deliveries (src/events/outbox.ts).
  * Returns what the caller needs to answer, replay or refuse.
  */
-export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: OrderToPlace): Promise<PlaceOrderResult> {
-  const productIds = order.items.map(item => item.productId)
-  const quantities = order.items.map(item => item.quantity)
-  const { rows } = await sql<PlaceOrderResult>`
+export async function placeOrderInOneStatement (db: Db, claim: KeyClaim | null, order: OrderToPlace): Promise<PlaceOrderResult> {
+  const values: PlaceOrderValues = {
+    productIds: order.items.map(item => item.productId),
+    quantities: order.items.map(item => item.quantity),
+    itemCount: order.items.length,
+    checkCustomer: order.checkCustomer,
+    customerId: order.customerId,
+    currency: order.currency,
+    shippingAddress: order.shippingAddress,
+    memo: order.memo,
+    actorId: order.actor.id,
+    actorRole: order.actor.role,
+    reservationMs: order.reservationMs,
+    allowedActions: JSON.stringify(order.allowedActions),
+    answerStatus: order.answerAs.status,
+    location: order.answerAs.location,
+    keyMemberId: claim?.scope.memberId ?? null,
+    keyMethod: claim?.scope.method ?? null,
+    keyPath: claim?.scope.path ?? null,
+    key: claim?.scope.key ?? null,
+    keyFingerprint: claim?.fingerprint ?? null,
+    keyTtlMs: claim?.ttlMs ?? null,
+  }
+  const { rows } = await (claim ? placeOrderWithKey : placeOrderWithoutKey).execute(db, values)
+  return rows[0]!
+}
+
+/** The values of the create's statement, by the names its SQL uses them under. */
+interface PlaceOrderValues extends Record<string, unknown> {
+  productIds: number[]
+  quantities: number[]
+  itemCount: number
+  checkCustomer: boolean
+  customerId: number
+  currency: string
+  shippingAddress: string | null
+  memo: string | null
+  actorId: number
+  actorRole: string
+  reservationMs: number
+  /** The answer's `allowedActions`, as JSON. */
+  allowedActions: string
+  answerStatus: number
+  location: string
+  keyMemberId: number | null
+  keyMethod: string | null
+  keyPath: string | null
+  key: string | null
+  keyFingerprint: string | null
+  keyTtlMs: number | null
+}
+
+/** The create's statement, with the key's claim in it (`withKey`) or without a key. */
+function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<PlaceOrderResult> {
+  const claim = keyClaimSql(withKey
+    ? { scope: { memberId: v.keyMemberId!, method: v.keyMethod!, path: v.keyPath!, key: v.key! }, fingerprint: v.keyFingerprint!, ttlMs: v.keyTtlMs! }
+    : null)
+  return sql<PlaceOrderResult>`
     with key_stored as (${claim.stored}),
     v as (
       select (t.ord - 1)::smallint as position, t.product_id, t.quantity
-      from unnest(${productIds}::bigint[], ${quantities}::integer[]) with ordinality as t (product_id, quantity, ord)
+      from unnest(${v.productIds}::bigint[], ${v.quantities}::integer[]) with ordinality as t (product_id, quantity, ord)
     ),
     locked as materialized (
       select p.id, p.name, p.price, p.stock_quantity, p.status from products p
-      where p.id = any (${productIds}::bigint[]) and not exists (select from key_stored)
+      where p.id = any (${v.productIds}::bigint[]) and not exists (select from key_stored)
       order by p.id
       for update
     ),
@@ -153,7 +208,7 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: 
     ),
     verdict as materialized (
       select
-        not ${order.checkCustomer}::boolean or exists (select from members m where m.id = ${order.customerId}::bigint) as customer_known,
+        not ${v.checkCustomer}::boolean or exists (select from members m where m.id = ${v.customerId}::bigint) as customer_known,
         bool_and(coalesce(c.status = 'ACTIVE', false)) as all_active,
         bool_and(coalesce(c.stock_quantity >= c.quantity, false)) as in_stock,
         sum(c.line_total) <= ${sql.lit(Number.MAX_SAFE_INTEGER)} as total_fits,
@@ -167,14 +222,14 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: 
       from verdict where customer_known and all_active and in_stock and total_fits
     ),
     answer as materialized (
-      select ${order.answerAs.status}::integer as status,
+      select ${v.answerStatus}::integer as status,
         jsonb_build_object(
-          'orderId', n.id, 'customerId', ${order.customerId}::bigint, 'status', 'PLACED', 'items', ${checkedItems},
-          'totalAmount', n.total_amount, 'currency', ${order.currency}::text,
-          'shippingAddress', ${order.shippingAddress}::text, 'memo', ${order.memo}::text, 'paymentId', null,
-          'version', 1, 'allowedActions', ${JSON.stringify(order.allowedActions)}::jsonb,
+          'orderId', n.id, 'customerId', ${v.customerId}::bigint, 'status', 'PLACED', 'items', ${checkedItems},
+          'totalAmount', n.total_amount, 'currency', ${v.currency}::text,
+          'shippingAddress', ${v.shippingAddress}::text, 'memo', ${v.memo}::text, 'paymentId', null,
+          'version', 1, 'allowedActions', ${v.allowedActions}::jsonb,
           'createdAt', ${isoTime(sql`n.at`)}, 'updatedAt', ${isoTime(sql`n.at`)}) as body,
-        replace(${order.answerAs.location}::text, '{id}', n.id::text) as location
+        replace(${v.location}::text, '{id}', n.id::text) as location
       from new_order n
     ),
     key_claim as (${claim.claim}),
@@ -182,9 +237,9 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: 
       insert into orders (id, customer_id, status, total_amount, currency, item_count, shipping_address, memo,
         reserved_until, event_sequence, created_at, updated_at)
       overriding system value
-      select n.id, ${order.customerId}::bigint, 'PLACED', n.total_amount, ${order.currency}::text, ${order.items.length}::integer,
-        ${order.shippingAddress}::text, ${order.memo}::text,
-        case when ${order.reservationMs}::bigint > 0 then n.at + ${order.reservationMs}::bigint * interval '1 millisecond' end,
+      select n.id, ${v.customerId}::bigint, 'PLACED', n.total_amount, ${v.currency}::text, ${v.itemCount}::integer,
+        ${v.shippingAddress}::text, ${v.memo}::text,
+        case when ${v.reservationMs}::bigint > 0 then n.at + ${v.reservationMs}::bigint * interval '1 millisecond' end,
         1, n.at, n.at
       from new_order n
       where exists (select from key_claim)
@@ -200,7 +255,7 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: 
     ),
     history as (
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
-      select o.id, null, 'PLACED', 'create', ${order.actor.id}::bigint, ${order.actor.role}::text from o
+      select o.id, null, 'PLACED', 'create', ${v.actorId}::bigint, ${v.actorRole}::text from o
     ),
     ${outboxWrites([{ type: 'order.placed' }], checkedItems)}
     select
@@ -210,9 +265,12 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim, order: 
       (select customer_known from verdict where not exists (select from new_order)) as customer_known,
       (select total_fits from verdict where not exists (select from new_order)) as total_fits,
       (select jsonb_agg(jsonb_build_object('status', c.status, 'stock', c.stock_quantity) order by c.position)
-        from checked c where exists (select from verdict) and not exists (select from new_order)) as products`.execute(db)
-  return rows[0]!
+        from checked c where exists (select from verdict) and not exists (select from new_order)) as products`
 }
+
+/** The create's two statements, each built and compiled on its first run. */
+const placeOrderWithKey = new StatementOnce<PlaceOrderValues, PlaceOrderResult>(v => placeOrderSql(v, true))
+const placeOrderWithoutKey = new StatementOnce<PlaceOrderValues, PlaceOrderResult>(v => placeOrderSql(v, false))
 
 /**
  * Gives an order's reserved stock back, locking the products in id order. A stock an admin has set

@@ -47,7 +47,7 @@ export function assertOrderRequest (principal: Principal, body: CreateOrderBody)
  * through `answerOnceInOneStatement`, which replays a taken key.
  */
 export async function placeOrder (
-  db: Db, claim: KeyClaim, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal,
+  db: Db, claim: KeyClaim | null, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal,
   body: CreateOrderBody, answerAs: { status: number, location: string }
 ): Promise<StatementOutcome<OrderDetail>> {
   const result = await placeOrderInOneStatement(db, claim, {

@@ -91,7 +91,7 @@ describe('two instances dispatching from one PostgreSQL database', { skip }, () 
     const endpoint = (await one.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })).json().data
     receiver.secrets = [endpoint.secret]
     receiver.respond = () => ({ status: 200 })
-    await two.app.webhooks.close()
+    await two.app.webhooks!.close()
     const listener = new pg.Client({ connectionString: database.url! })
     await listener.connect()
     const notified: string[] = []
