@@ -29,14 +29,15 @@ setFlagsFromString('--no-allocation-site-pretenuring')
  * The young generation's most, in MB (its two semi-spaces together). V8 would grow it to 32 MB: it
  * doubles it after collections in which much survives, which start-up does (routes, schemas), and it
  * keeps that size afterwards, mostly empty (the live heap is about 45 MB, of which the young
- * generation holds one or two). At 8 MB a process starts 20-25 MB smaller, and a request's objects
- * still die young: a GET allocates about 40 kB and lives a few ms, a scavenge comes every 4 MB.
+ * generation holds one or two). At 16 MB a process starts about 20 MB smaller and a request's
+ * objects still die young. 8 MB saved 5 MB more but scavenged twice as often: the CSV export, whose
+ * chunks of rows then outlived two scavenges, took 1.7-2.5 µs of CPU a row instead of 0.9-1.3.
  * V8 fixes the semi-spaces' maximum when the process starts (`--max-semi-space-size`, which only the
  * command line could set); what it reads at each collection is the growth factor, so growth stops
  * here by setting that factor to 1 once the young generation has reached this size.
  * Measured: bench/RESULTS.md, "The heap".
  */
-const YOUNG_GENERATION_MB = 8
+const YOUNG_GENERATION_MB = 16
 /**
  * How far the old generation may grow past what the last full collection left live before the next
  * one, in percent (V8 picks 10% to 300% from how fast it collects, and at least 8 MB more). Requests
