@@ -1,5 +1,5 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely'
-import type pg from 'pg'
+import pg from 'pg'
 
 /** At most this many distinct statement texts are prepared; any beyond run unprepared. */
 const MAX_PREPARED = 1000
@@ -71,11 +71,11 @@ class PreparingClient implements PostgresPoolClient {
     const name = parameters && parameters.length > 0 ? this.nameOf(sqlOrCursor) : undefined
     const values = (parameters ?? []) as unknown[]
     return new Promise((resolve, reject) => {
-      this.client.query({ name, text: sqlOrCursor, values }, (error: Error | undefined, result: pg.QueryResult) => {
+      this.client.query(namedQuery(name, sqlOrCursor, values, (error: Error | undefined, result: pg.QueryResult) => {
         if (!error) return resolve(result as unknown as PostgresQueryResult<R>)
         if (isStalePlan(error)) this.#stale = true
         reject(error)
-      })
+      }))
     })
   }
 
@@ -85,4 +85,16 @@ class PreparingClient implements PostgresPoolClient {
     this.#stale = false
     this.client.release(stale || undefined)
   }
+}
+
+/**
+ * pg's query for `text`, prepared as `name` when there is one. Built from the text, not from a
+ * `{ name, text, values }` config: pg copies a config object property by property through its
+ * descriptors (`cloneQueryConfig`), which cost more than the rest of sending a statement
+ * (bench/RESULTS.md, issue 22). A `pg.Query` is what pg would build from the config, `name` included.
+ */
+function namedQuery (name: string | undefined, text: string, values: unknown[], callback: (error: Error | undefined, result: pg.QueryResult) => void): pg.Query {
+  const query = new (pg.Query as unknown as new (text: string, values: unknown[], callback: unknown) => pg.Query & { name?: string })(text, values, callback)
+  query.name = name
+  return query
 }
