@@ -11,10 +11,11 @@
  *                                       # the service under --cpu-prof; bench/profile-top.mjs then
  *                                       # prints each run's window, in µs per create
  *
- * Beside them, the floor of a delivery: a process that does nothing but POST bodies of an event's
- * size to the same receiver with undici (keep-alive, 64 in flight), its CPU per request read the
- * same way. No dispatcher can deliver an event for less than one such request (Standard Webhooks
- * sends one event per request), so its ratio to a create is the least an endpoint can cost.
+ * Beside them, the floor of a delivery: a process that does nothing but sign bodies of an event's
+ * size and POST them to the same receiver with undici (keep-alive, 64 in flight), its CPU per
+ * request read the same way. No dispatcher can deliver an event for less than one such request
+ * (Standard Webhooks sends one signed event per request), so its ratio to a create is the least an
+ * endpoint can cost.
  *
  * DATABASE_URL names the server to create the scratch database on (default
  * postgres://postgres@127.0.0.1:5432/postgres); it is dropped afterwards.
@@ -30,6 +31,7 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
+import { newSecret, signatureHeader } from '../src/webhooks/signing.js'
 import { Agent, request } from 'undici'
 import { MEMBER_ID_BASE, SEED_PASSWORD, memberEmail, productOf, seed } from './seed.js'
 
@@ -224,7 +226,7 @@ async function main (): Promise<void> {
     console.log(`service CPU per create: ${median(without).toFixed(0)} µs without an endpoint, ${median(withHook).toFixed(0)} µs with one: ` +
       `${((ratio - 1) * 100).toFixed(1)}% more (target ≤ 15%): ${ratio <= 1.15 ? 'PASS' : 'FAIL'}`)
     console.log(`events delivered at the create rate, backlog drained within 10 s of each run: ${drained ? 'PASS' : 'FAIL'}`)
-    console.log(`floor of a delivery: a process that only POSTs ${eventBytes}-byte bodies with undici spends ${floor.toFixed(0)} µs per request, ` +
+    console.log(`floor of a delivery: a process that only signs ${eventBytes}-byte bodies and POSTs them with undici spends ${floor.toFixed(0)} µs per request, ` +
       `${(floor / median(without) * 100).toFixed(1)}% of a create's service CPU in this run: the least one endpoint can add`)
     if (profiling) {
       // The profile is written when the service exits; each window is placed from the profile's end
@@ -246,12 +248,24 @@ async function main (): Promise<void> {
   }
 }
 
-/** The floor sender (run as its own process): POSTs `count` bodies of `size` bytes to `url`, prints its CPU per request. */
+/**
+ * The floor sender (run as its own process): POSTs `count` bodies of `size` bytes to `url`, each
+ * signed as Standard Webhooks requires (src/webhooks/signing.ts), and prints its CPU per request.
+ */
 async function sendFloor (url: string, count: number, size: number): Promise<void> {
   const agent = new Agent({ keepAliveTimeout: 4_000 })
   const body = JSON.stringify({ padding: 'x'.repeat(Math.max(0, size - 14)) })
-  const headers = { 'content-type': 'application/json', 'webhook-id': '1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,floor' }
+  const secret = newSecret()
+  let id = 0
   const post = async () => {
+    const webhookId = String(++id)
+    const timestamp = Math.floor(Date.now() / 1000)
+    const headers = {
+      'content-type': 'application/json',
+      'webhook-id': webhookId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatureHeader([secret], webhookId, timestamp, body),
+    }
     const answer = await request(url, { method: 'POST', dispatcher: agent, headers, body, signal: AbortSignal.timeout(10_000) })
     await answer.body.dump()
   }

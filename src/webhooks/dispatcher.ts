@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { setMaxListeners } from 'node:events'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
 import { Agent, request } from 'undici'
@@ -184,7 +185,31 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     soonest.unref()
   }
 
-  async function send (delivery: ClaimedDelivery): Promise<AttemptOutcome> {
+  /** `delivery.url` parsed, once per URL (endpoints are few; deliveries to them many). */
+  const urls = new Map<string, URL>()
+  function urlOf (text: string): URL {
+    let url = urls.get(text)
+    if (!url) {
+      if (urls.size >= 10_000) urls.clear()
+      url = new URL(text)
+      urls.set(text, url)
+    }
+    return url
+  }
+
+  /**
+   * One signal for the attempts of one claim, which all start together: it aborts them
+   * WEBHOOK_TIMEOUT after they started, or when the dispatcher stops. Two signals per attempt (a
+   * timeout and their union) and their listeners were a visible part of an attempt's CPU in the
+   * profile (bench/RESULTS.md, "Events").
+   */
+  function batchSignal (attempts: number): AbortSignal {
+    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal])
+    setMaxListeners(attempts + 1, signal)
+    return signal
+  }
+
+  async function send (delivery: ClaimedDelivery, signal: AbortSignal): Promise<AttemptOutcome> {
     const body = JSON.stringify(inSchemaOrder(Event as SchemaNode, toEvent({
       id: delivery.event_id,
       tx: '0',
@@ -200,12 +225,11 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     if (delivery.previous_secret && delivery.previous_secret_expires_at && delivery.previous_secret_expires_at.getTime() > Date.now()) {
       secrets.push(delivery.previous_secret)
     }
-    const url = new URL(delivery.url)
+    const url = urlOf(delivery.url)
     const host = hostOf(url)
     if (!config.webhookAllowPrivate && (url.protocol !== 'https:' || (isIP(host) && !isPublicAddress(host)))) {
       return { status: 'PENDING', responseStatus: null, error: `refused: ${host} is not a public https host` }
     }
-    const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), stopping.signal])
     const started = process.hrtime.bigint()
     try {
       const answer = await request(url, {
@@ -255,10 +279,10 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     }
   }
 
-  async function attempt (delivery: ClaimedDelivery): Promise<void> {
+  async function attempt (delivery: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     let outcome: AttemptOutcome
     try {
-      outcome = await send(delivery)
+      outcome = await send(delivery, signal)
     } catch (error) {
       // Stopping: the attempt is abandoned, and its claim given back for another instance.
       await releaseClaim(db, delivery).catch(() => {})
@@ -298,10 +322,11 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
           await Promise.allSettled(claimed.map(delivery => releaseClaim(db, delivery)))
           break
         }
+        const signal = batchSignal(claimed.length)
         for (const delivery of claimed) {
           const endpoint = Number(delivery.endpoint_id)
           busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1)
-          const running: Promise<void> = attempt(delivery)
+          const running: Promise<void> = attempt(delivery, signal)
             .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
             .finally(() => {
               inFlight.delete(running)
