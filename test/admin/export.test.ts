@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
-import { it } from 'node:test'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
+import { crlfInPlace } from '../../src/orders/export.js'
 import type { OrderDetail } from '../../src/orders/schemas.js'
 import { assertError, describeEachBackend, type Member, successData } from '../helper.js'
 
@@ -254,6 +257,81 @@ describeEachBackend('admin: orders export', (ctx) => {
     assert.deepEqual(await exportIds(admin, { minTotal: 300, sort: 'totalAmount,desc' }), dearestFirst)
   })
 
+  it('writes every kind of value exactly: the whole body, byte for byte', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member('zoe')
+    const product = await ctx.api.product(admin, { price: 250, stockQuantity: 100 })
+    // memo, shippingAddress, createdAt (also updatedAt), and the two text fields as written
+    const cases: Array<[string | null, string | null, string, string, string]> = [
+      ['', null, '2026-01-01T00:00:00.000Z', '', ''],
+      ['say "hi",\nthen =go', '=1+2', '2026-01-02T03:04:05.010Z', '"say ""hi"",\nthen =go"', "'=1+2"],
+      ['-"quoted"\r\n', ' ', '2026-01-03T00:00:00.001Z', '"\'-""quoted""\r\n"', ' '],
+      ['\t', ',', '2026-01-04T23:59:59.999Z', "'\t", '","'],
+      ['"', 'ends with LF\n', '2026-01-05T12:00:00.100Z', '""""', '"ends with LF\n"'],
+      ['Grüße "東京"', '\\.', '2026-01-06T00:00:00.000Z', '"Grüße ""東京"""', '\\.'],
+      [null, '', '2026-01-07T00:00:00.000Z', '', ''],
+    ]
+    const records: string[] = []
+    for (const [i, [memo, shippingAddress, at, memoField, addressField]] of cases.entries()) {
+      const { orderId } = await ctx.api.order(member, [{ productId: product.productId, quantity: 1 + i }])
+      await ctx.api.app.db.updateTable('orders')
+        .set({ memo, shipping_address: shippingAddress, created_at: new Date(at), updated_at: new Date(at) })
+        .where('id', '=', orderId).execute()
+      // The second one confirmed: a payment, PENDING (and a later updatedAt).
+      if (i === 1) assert.equal((await patch(member, `/api/v1/orders/${orderId}/confirm`)).statusCode, 200)
+      const order = await ctx.api.app.db.selectFrom('orders')
+        .select(['status', 'payment_id', 'updated_at']).where('id', '=', orderId).executeTakeFirstOrThrow()
+      const payment = order.payment_id === null ? ',' : `${order.payment_id},PENDING`
+      records.push(`${orderId},${member.id},${member.email},${order.status},1,${250 * (1 + i)},USD,${payment},` +
+        `${addressField},${memoField},${at},${order.updated_at.toISOString()}\r\n`)
+    }
+    const res = await get(admin, EXPORT, { sort: 'createdAt,asc' })
+    assert.equal(res.body, HEADER_LINE + records.join(''))
+    assert.equal(rowsOf(res).length, cases.length)
+  })
+
+  it('lets a client go away midway: the export stops, and the next one is whole', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member()
+    // 20,000 orders, about 2 MB of CSV: more than the sockets hold, so the export is still running
+    // when the client leaves. Every tenth memo spans two lines.
+    await sql`
+      insert into orders (customer_id, status, total_amount, currency, item_count, memo, created_at, updated_at)
+      select ${member.id}::bigint, 'PLACED', g, 'USD', 1, case when g % 10 = 0 then E'two\nlines' end,
+             timestamptz '2026-01-01T00:00:00Z' + g * interval '1 second', timestamptz '2026-01-01T00:00:00Z'
+      from generate_series(1, 20000) as g`.execute(ctx.api.app.db)
+    await ctx.api.app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = ctx.api.app.server.address() as AddressInfo
+    const url = `http://127.0.0.1:${port}${EXPORT}`
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await new Promise<void>((resolve, reject) => {
+          const req = http.get(url, { headers: admin.headers }, (res) => {
+            assert.equal(res.statusCode, 200)
+            res.once('data', () => { req.destroy(); resolve() })
+          })
+          req.on('error', (error: NodeJS.ErrnoException) => { if (error.code !== 'ECONNRESET') reject(error) })
+        })
+      }
+      const res = await new Promise<{ statusCode: number, headers: http.IncomingHttpHeaders, body: string }>((resolve, reject) => {
+        http.get(url, { headers: admin.headers }, (res) => {
+          let body = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => { body += chunk })
+          res.on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body }))
+          res.on('error', reject)
+        }).on('error', reject)
+      })
+      const rows = rowsOf(res as unknown as LightMyRequestResponse)
+      assert.equal(rows.length, 20000)
+      assert.deepEqual(rows.slice(0, 2).map(row => [row.totalAmount, row.memo]), [['20000', 'two\nlines'], ['19999', '']])
+      // And the service goes on answering.
+      assert.equal((await get(admin, SEARCH, { size: 1 })).statusCode, 200)
+    } finally {
+      await new Promise(resolve => ctx.api.app.server.close(resolve))
+    }
+  })
+
   const badQueries: Array<[string, Query, string, Array<{ field: string, message: string | RegExp }>]> = [
     ['page (the export has no pages)', { page: 0 }, QUERY_INVALID, [{ field: 'page', message: UNKNOWN_PARAM }]],
     ['size', { size: 10 }, QUERY_INVALID, [{ field: 'size', message: UNKNOWN_PARAM }]],
@@ -280,5 +358,52 @@ describeEachBackend('admin: orders export', (ctx) => {
     })
     assert.equal(anonymous.headers['content-disposition'], undefined)
     assertError(await get(member, EXPORT), { code: 'ACCESS_DENIED', instance: EXPORT, detail: 'This operation requires the ADMIN role.' })
+  })
+})
+
+describe('the COPY path’s record ends (crlfInPlace)', () => {
+  // COPY's CSV: each record ends with an empty last column and an LF; LFs also appear inside
+  // quoted fields, after doubled quotes, and as a quoted field's only character.
+  const copied = [
+    '1,a,,\n',
+    '2,"x\ny",b,\n',
+    '3,"say ""hi"",\n""then""",,\n',
+    '4,"\n",,\n',
+    '5,"""",",",\n',
+    '6,Grüße,,\n',
+  ].join('')
+  const expected = copied.replaceAll(/,\n(?=\d|$)/g, '\r\n')
+
+  /** Runs the chunks through as copyCsv does: each is sent once the next has been seen. */
+  function run (chunks: Buffer[]): string {
+    const crlf = crlfInPlace()
+    const sent: Buffer[] = []
+    let previous: Buffer | undefined
+    for (const chunk of chunks) {
+      crlf(chunk, previous)
+      if (previous) sent.push(previous)
+      previous = chunk
+    }
+    if (previous) sent.push(previous)
+    return Buffer.concat(sent).toString()
+  }
+
+  it('ends each record with CRLF and leaves the LFs inside quoted fields, wherever the chunks split the text', () => {
+    const bytes = Buffer.from(copied)
+    assert.equal(run([Buffer.from(bytes)]), expected)
+    for (let i = 1; i < bytes.length; i++) {
+      for (const j of [i + 1, i + 7, bytes.length]) {
+        if (j > bytes.length) continue
+        const copy = Buffer.from(bytes)
+        const chunks = [copy.subarray(0, i), copy.subarray(i, j), copy.subarray(j)].filter(chunk => chunk.length > 0)
+        assert.equal(run(chunks), expected, `split at ${i} and ${j}`)
+      }
+    }
+    assert.equal(run([...bytes].map(byte => Buffer.from([byte]))), expected, 'one byte a chunk')
+  })
+
+  it('refuses a record that does not end with the empty last column', () => {
+    assert.throws(() => run([Buffer.from('1,a\n')]), /does not end with its empty last column/)
+    assert.throws(() => run([Buffer.from('1,a'), Buffer.from('\n')]), /does not end with its empty last column/)
   })
 })
