@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { setMaxListeners } from 'node:events'
 import { isIP } from 'node:net'
 import type { FastifyBaseLogger } from 'fastify'
-import { Agent, request } from 'undici'
+import type { Agent, request as undiciRequest } from 'undici'
 import type { Config } from '../config.js'
 import type { Db } from '../db/schema.js'
 import { Event } from '../events/schemas.js'
@@ -161,11 +161,17 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     }
   }
 
+  /**
+   * The HTTP client, loaded with the first claim that finds deliveries: a service that has no
+   * endpoints does not keep undici's modules in memory (issue 22, RSS).
+   */
+  let undici: { Agent: typeof Agent, request: typeof undiciRequest } | undefined
+
   /** One connection pool per endpoint origin, resolving through the address guard. */
   function agentFor (origin: string): Agent {
     let agent = agents.get(origin)
     if (!agent) {
-      agent = new Agent({
+      agent = new undici!.Agent({
         connect: { timeout: timeoutMs, ...(config.webhookAllowPrivate ? {} : { lookup: guardedLookup }) },
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
@@ -232,7 +238,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     }
     const started = process.hrtime.bigint()
     try {
-      const answer = await request(url, {
+      const answer = await undici!.request(url, {
         method: 'POST',
         dispatcher: agentFor(url.origin),
         headers: {
@@ -318,24 +324,27 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
         const room = MAX_IN_FLIGHT - inFlight.size
         if (room <= 0) break
         const claimed = await claimDueDeliveries(db, { limit: Math.min(room, MAX_CLAIM), perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT, busy, claimMs })
+        if (claimed.length > 0) undici ??= await import('undici')
         if (stopped) {
           await Promise.allSettled(claimed.map(delivery => releaseClaim(db, delivery)))
           break
         }
-        const signal = batchSignal(claimed.length)
-        for (const delivery of claimed) {
-          const endpoint = Number(delivery.endpoint_id)
-          busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1)
-          const running: Promise<void> = attempt(delivery, signal)
-            .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
-            .finally(() => {
-              inFlight.delete(running)
-              const left = (busy.get(endpoint) ?? 1) - 1
-              if (left > 0) busy.set(endpoint, left)
-              else busy.delete(endpoint)
-              wake()
-            })
-          inFlight.add(running)
+        if (claimed.length > 0) {
+          const signal = batchSignal(claimed.length)
+          for (const delivery of claimed) {
+            const endpoint = Number(delivery.endpoint_id)
+            busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1)
+            const running: Promise<void> = attempt(delivery, signal)
+              .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
+              .finally(() => {
+                inFlight.delete(running)
+                const left = (busy.get(endpoint) ?? 1) - 1
+                if (left > 0) busy.set(endpoint, left)
+                else busy.delete(endpoint)
+                wake()
+              })
+            inFlight.add(running)
+          }
         }
         if (claimed.length === Math.min(room, MAX_CLAIM)) again = true
       } while (again && !isStopped())
