@@ -29,7 +29,7 @@ export async function createIdentity (
   const revocations = new Revocations(db, log, options.revocationPollMs)
   await revocations.start()
   const counters = await createCounterStore(config, log)
-  const mailer = createMailer(config, log)
+  const mailer = await createMailer(config, log)
   return {
     tokens,
     revocations,

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
 
@@ -120,8 +120,9 @@ export class RedisCounterStore implements CounterStore {
   readonly #redis: CountingRedis
   #down = false
 
-  constructor (url: string, private readonly log: FastifyBaseLogger) {
-    const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false })
+  /** `RedisClient`: ioredis's Redis, which createCounterStore loads only when REDIS_URL is set. */
+  constructor (RedisClient: typeof Redis, url: string, private readonly log: FastifyBaseLogger) {
+    const redis = new RedisClient(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false })
     // Sent as EVALSHA, falling back to EVAL once per connection.
     redis.defineCommand('countHit', { numberOfKeys: 1, lua: INCREMENT })
     redis.defineCommand('takeBudgets', { lua: TAKE }) // the number of keys comes first
@@ -177,10 +178,14 @@ export class RedisCounterStore implements CounterStore {
   }
 }
 
-/** Redis when REDIS_URL is set (every instance shares the counters), otherwise process memory. */
+/**
+ * Redis when REDIS_URL is set (every instance shares the counters), otherwise process memory.
+ * ioredis is loaded only then: without REDIS_URL it would cost ~2 MB of heap for nothing (issue 22).
+ */
 export async function createCounterStore (config: Pick<Config, 'redisUrl'>, log: FastifyBaseLogger): Promise<CounterStore> {
   if (!config.redisUrl) return new MemoryCounterStore()
-  const store = new RedisCounterStore(config.redisUrl, log)
+  const { Redis } = await import('ioredis')
+  const store = new RedisCounterStore(Redis, config.redisUrl, log)
   await store.connect()
   return store
 }

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify'
-import nodemailer from 'nodemailer'
 import type { Config } from '../config.js'
 
 export interface Mail {
@@ -15,15 +14,18 @@ export interface Mailer {
 
 /**
  * Outgoing mail: over SMTP when SMTP_URL is set; otherwise written to the log at info level, which
- * is meant for development only (the log then holds the mailed one-time tokens).
+ * is meant for development only (the log then holds the mailed one-time tokens). nodemailer is
+ * loaded only with SMTP_URL: most deployments never send mail from here, and it costs ~3 MB of heap
+ * (issue 22).
  */
-export function createMailer (config: Pick<Config, 'smtpUrl' | 'mailFrom'>, log: FastifyBaseLogger): Mailer {
+export async function createMailer (config: Pick<Config, 'smtpUrl' | 'mailFrom'>, log: FastifyBaseLogger): Promise<Mailer> {
   if (!config.smtpUrl) {
     return {
       async send (mail) { log.info({ mail }, 'mail not sent (SMTP_URL is not set); its content follows') },
       close () {},
     }
   }
+  const { default: nodemailer } = await import('nodemailer')
   const transport = nodemailer.createTransport(config.smtpUrl)
   return {
     async send (mail) {
