@@ -9,16 +9,18 @@ import { after, before, describe, it } from 'node:test'
 import { freePort } from '../helper.js'
 
 /**
- * ioredis, nodemailer and openid-client cost heap and source text in every process that loads them,
- * and most deployments configure none of them (issue 22): each is imported only once REDIS_URL,
- * SMTP_URL or an OIDC_* provider asks for it.
+ * ioredis, nodemailer, openid-client and amqplib cost heap and source text in every process that
+ * loads them, and most deployments configure none of them (issue 22): each is imported only once
+ * REDIS_URL, SMTP_URL, an OIDC_* provider or AMQP_URL asks for it. undici is imported with the
+ * webhook dispatcher's first delivery.
  *
  * The app is built in a child process (a module, once loaded, stays loaded: this process has loaded
  * them all in other tests), which records every module it loads, two ways: an ESM resolve hook
  * (every import, static or dynamic) and the CommonJS module cache (a require() from a CommonJS
  * package passes no ESM hook on Node 20).
  */
-const LAZY = ['ioredis', 'nodemailer', 'openid-client']
+const CONFIGURED = ['ioredis', 'nodemailer', 'openid-client', 'amqplib']
+const LAZY = [...CONFIGURED, 'undici']
 
 const root = join(import.meta.dirname, '..', '..')
 const run = promisify(execFile)
@@ -63,7 +65,7 @@ describe('modules loaded only when configured', () => {
   before(async () => { dir = await mkdtemp(join(tmpdir(), 'lazy-modules-')) })
   after(async () => { await rm(dir, { recursive: true, force: true }) })
 
-  it('loads none of ioredis, nodemailer and openid-client without REDIS_URL, SMTP_URL or an OIDC provider', async () => {
+  it('loads none of ioredis, nodemailer, openid-client, amqplib and undici without their settings and before a delivery', async () => {
     const { lazy, modules } = await loadedBy({}, join(dir, 'none'))
     // The recording works: the app's own modules and its dependencies are there.
     assert.ok(modules.some(url => url.includes('/node_modules/fastify/')), 'fastify among the loaded modules')
@@ -80,7 +82,8 @@ describe('modules loaded only when configured', () => {
       OIDC_LAZY_ISSUER: `http://127.0.0.1:${closed}/realm`,
       OIDC_LAZY_CLIENT_ID: 'client',
       OIDC_LAZY_CLIENT_SECRET: 'secret',
+      AMQP_URL: `amqp://127.0.0.1:${closed}`,
     }, join(dir, 'all'))
-    assert.deepEqual(lazy, LAZY)
+    assert.deepEqual(lazy, CONFIGURED)
   })
 })
