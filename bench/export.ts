@@ -13,31 +13,20 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:export
  *                                                          # a scratch database on that server, dropped after
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
+import { cpuOf } from './proc.js'
 
 const ORDERS = Number(process.env.ORDERS ?? 200_000)
 const MAX_GROWTH_MB = Number(process.env.MAX_GROWTH_MB ?? 50)
 const RUNS = Number(process.env.RUNS ?? 1)
 const ADMIN = { email: 'bench-admin@example.com', password: 'bench-admin-password' }
 const MB = 1024 * 1024
-
-const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim())
-
-/** utime + stime of a process, every thread (/proc/<pid>/stat fields 14 and 15), in µs; undefined once it is gone. */
-function cpuOf (pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US
-  } catch { return undefined }
-}
 
 /**
  * The CPU µs that the service's backends on `database` use from now until the returned function is

@@ -34,6 +34,7 @@ import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
 import { FLOOR_APP, PGBENCH_APP, createScript, getByIdScript, runPgbench, startReferenceServer } from './ceilings.js'
+import { cpuOf } from './proc.js'
 import { MEMBER_ID_BASE, SEED_PASSWORD, STATUSES, memberEmail, productOf, seed } from './seed.js'
 import { createOf20261124, listStatements, orderByIdStatement } from './statements.js'
 
@@ -164,16 +165,6 @@ function sampleRss (pid: number): () => number {
 }
 
 // ---------------------------------------------------------------- CPU time from /proc
-const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim())
-
-/** utime + stime of a process, every thread (/proc/<pid>/stat fields 14 and 15), in µs; undefined once it is gone. */
-function cpuOf (pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US
-  } catch { return undefined }
-}
 
 /** Starts reading a process's CPU time; the function returns the µs it used since. */
 function processCpu (pid: number): () => number {

@@ -23,7 +23,6 @@
 import autocannon from 'autocannon'
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
 import os from 'node:os'
@@ -33,6 +32,7 @@ import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
 import { newSecret, signatureHeader } from '../src/webhooks/signing.js'
 import { Agent, request } from 'undici'
+import { cpuOf } from './proc.js'
 import { MEMBER_ID_BASE, SEED_PASSWORD, memberEmail, productOf, seed } from './seed.js'
 
 const quick = process.argv.includes('--quick')
@@ -46,7 +46,6 @@ const SIZES = { members: 200, products: 300, orders: 10_000 }
 const ADMIN = { email: 'bench-admin@example.com', password: 'bench-admin-password' }
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const TICKS = 100 // USER_HZ: /proc/<pid>/stat counts CPU time in clock ticks of 10 ms
 const log = (line: string) => console.error(line)
 
 const freePort = () => new Promise<number>((resolve, reject) => {
@@ -57,10 +56,7 @@ const freePort = () => new Promise<number>((resolve, reject) => {
 })
 
 /** The process's CPU time so far (user + system, every thread), in milliseconds. */
-function cpuMs (pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 1000 / TICKS
-}
+const cpuMs = (pid: number): number => (cpuOf(pid) ?? NaN) / 1000
 
 async function main (): Promise<void> {
   const name = `order_bench_webhooks_${randomBytes(4).toString('hex')}`

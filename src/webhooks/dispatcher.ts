@@ -27,6 +27,8 @@ const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.me
 const USER_AGENT = `order-service/${VERSION}`
 /** Attempts in flight at once per instance, and to one endpoint (a slow endpoint leaves room for the others). */
 const MAX_IN_FLIGHT = 256
+/** Attempts whose exchange is over but whose outcome is not yet recorded count too, up to this many in all. */
+const MAX_UNFINISHED = 4 * MAX_IN_FLIGHT
 const MAX_IN_FLIGHT_PER_ENDPOINT = 64
 /** Rows one claim takes at most: claims follow one another while attempts are in flight. */
 const MAX_CLAIM = 64
@@ -118,8 +120,11 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
   const timeoutMs = config.webhookTimeoutMs
   const claimMs = timeoutMs + 30_000
   const agents = new Map<string, Agent>()
+  /** Attempts not yet finished, their outcome's record included (close waits for them). */
   const inFlight = new Set<Promise<void>>()
-  /** Attempts in flight by endpoint id. */
+  /** HTTP exchanges in flight: what MAX_IN_FLIGHT bounds. */
+  let sending = 0
+  /** HTTP exchanges in flight by endpoint id. */
   const busy = new Map<number, number>()
   const stopping = new AbortController()
   let stopped = false
@@ -285,7 +290,8 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     }
   }
 
-  async function attempt (delivery: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+  /** Sends one delivery; `sent` is called once its HTTP exchange is over, before its outcome is recorded. */
+  async function attempt (delivery: ClaimedDelivery, signal: AbortSignal, sent: () => void): Promise<void> {
     let outcome: AttemptOutcome
     try {
       outcome = await send(delivery, signal)
@@ -293,6 +299,8 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
       // Stopping: the attempt is abandoned, and its claim given back for another instance.
       await releaseClaim(db, delivery).catch(() => {})
       return
+    } finally {
+      sent()
     }
     webhookDeliveries.inc({ outcome: outcome.status === 'SUCCEEDED' ? 'success' : 'failure' })
     if (outcome.status === 'PENDING') {
@@ -321,7 +329,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     try {
       do {
         again = false
-        const room = MAX_IN_FLIGHT - inFlight.size
+        const room = Math.min(MAX_IN_FLIGHT - sending, MAX_UNFINISHED - inFlight.size)
         if (room <= 0) break
         const claimed = await claimDueDeliveries(db, { limit: Math.min(room, MAX_CLAIM), perEndpoint: MAX_IN_FLIGHT_PER_ENDPOINT, busy, claimMs })
         if (claimed.length > 0) undici ??= await import('undici')
@@ -334,14 +342,26 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
           for (const delivery of claimed) {
             const endpoint = Number(delivery.endpoint_id)
             busy.set(endpoint, (busy.get(endpoint) ?? 0) + 1)
-            const running: Promise<void> = attempt(delivery, signal)
+            sending++
+            // The slot is free once the HTTP exchange is over: the next claim need not wait for the
+            // outcome's statement (the delivery stays claimed, and its order's next event waits,
+            // until it is recorded).
+            let free = true
+            const sent = () => {
+              if (!free) return
+              free = false
+              sending--
+              const left = (busy.get(endpoint) ?? 1) - 1
+              if (left > 0) busy.set(endpoint, left)
+              else busy.delete(endpoint)
+              wake()
+            }
+            const running: Promise<void> = attempt(delivery, signal, sent)
               .catch(error => log.warn({ err: error, deliveryId: delivery.id }, 'recording a webhook attempt failed'))
               .finally(() => {
+                sent()
                 inFlight.delete(running)
-                const left = (busy.get(endpoint) ?? 1) - 1
-                if (left > 0) busy.set(endpoint, left)
-                else busy.delete(endpoint)
-                wake()
+                wake() // the order's next event may be due now
               })
             inFlight.add(running)
           }
