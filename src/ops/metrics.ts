@@ -43,28 +43,13 @@ for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total
 
 type Labels = Record<string, string>
 
-/** prom-client's record of one label set of a histogram: what its `observe` updates. */
-interface Recorded { labels: Labels, bucketValues: Record<number, number>, sum: number, count: number }
-
 /**
  * A histogram that also remembers the largest value seen per label set (since start), for the
  * actuator's MAX statistic. Each label set's labels object is built once and reused.
- *
- * Every request observes one, so after a label set's first observation through prom-client's
- * `observe`, later ones update prom-client's record of it directly: its `observe` checks the labels,
- * hashes them into a key and builds a closure on every call (bench/RESULTS.md, issue 22). The record
- * is used only while prom-client still holds that very object for these labels, with the fields
- * `observe` itself updates; otherwise (after a reset, or another prom-client) `observe` runs, so
- * the exposition is the same either way.
  */
 class Timer {
-  readonly series = new Map<string, { labels: Labels, max: number, key?: string, recorded?: Recorded }>()
-  readonly #bounds: readonly number[]
-  /** prom-client's records by label key, as last seen (a reset replaces them). */
-  #records: unknown
-  constructor (readonly histogram: Histogram, buckets: readonly number[]) {
-    this.#bounds = buckets
-  }
+  readonly series = new Map<string, { labels: Labels, max: number }>()
+  constructor (readonly histogram: Histogram) {}
 
   /** `key` identifies the label set; `labels` builds it the first time. */
   observe (key: string, labels: () => Labels, seconds: number): void {
@@ -74,62 +59,25 @@ class Timer {
       this.series.set(key, series)
     }
     if (seconds > series.max) series.max = seconds
-    const recorded = series.recorded
-    const records = (this.histogram as unknown as { hashMap?: unknown }).hashMap
-    if (recorded !== undefined && records === this.#records && (records as Record<string, unknown>)[series.key!] === recorded &&
-      recorded.labels === series.labels && Number.isFinite(seconds)) {
-      recorded.sum += seconds
-      recorded.count += 1
-      // The bucket prom-client's observe counts: the first upper bound at or above the value, if any.
-      const bounds = this.#bounds
-      for (let i = 0; i < bounds.length; i++) {
-        if (seconds <= bounds[i]!) {
-          recorded.bucketValues[bounds[i]!]! += 1
-          break
-        }
-      }
-      return
-    }
     this.histogram.observe(series.labels, seconds)
-    this.#remember(series)
-  }
-
-  /** Finds prom-client's record of this label set, if it has the shape `observe` gives it. */
-  #remember (series: { labels: Labels, key?: string, recorded?: Recorded }): void {
-    series.recorded = undefined
-    const records = (this.histogram as unknown as { hashMap?: unknown }).hashMap
-    if (records === null || typeof records !== 'object') return
-    this.#records = records
-    for (const [key, recorded] of Object.entries(records as Record<string, Recorded | undefined>)) {
-      if (recorded?.labels !== series.labels) continue
-      const shaped = typeof recorded.sum === 'number' && typeof recorded.count === 'number' &&
-        this.#bounds.every(bound => typeof recorded.bucketValues?.[bound] === 'number')
-      if (shaped) {
-        series.key = key
-        series.recorded = recorded
-      }
-      return
-    }
   }
 }
 
-const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const httpRequests = new Timer(new Histogram({
   name: 'http_server_requests_seconds',
   help: 'Duration of HTTP server requests',
   labelNames: ['method', 'uri', 'status', 'outcome'],
-  buckets: HTTP_BUCKETS,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],
-}), HTTP_BUCKETS)
+}))
 
-const DB_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 const dbQueries = new Timer(new Histogram({
   name: 'db_query_seconds',
   help: 'Duration of database statements, by kind (select, insert, update, delete, other)',
   labelNames: ['kind', 'outcome'],
-  buckets: DB_BUCKETS,
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
   registers: [registry],
-}), DB_BUCKETS)
+}))
 
 observeQueries((kind: QueryKind, seconds: number, failed: boolean) => {
   dbQueries.observe(failed ? `${kind} error` : kind, () => ({ kind, outcome: failed ? 'error' : 'success' }), seconds)
