@@ -44,6 +44,8 @@ import { webhookRoutes } from './webhooks/routes.js'
 declare module 'fastify' {
   interface FastifyInstance {
     db: Db
+    /** Which database `db` is: some statements are written for one (the export's COPY). */
+    databaseKind: DatabaseHandle['kind']
     config: Config
     /** The webhook dispatcher, to wake after a change commits. */
     webhooks?: Dispatcher
@@ -174,6 +176,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (!options.database) app.addHook('onClose', () => database.close())
   await migrate(database.db)
   app.decorate('db', database.db)
+  app.decorate('databaseKind', database.kind)
   app.decorate('config', config)
 
   const identity = await createIdentity(database.db, config, app.log, { revocationPollMs: options.revocationPollMs })

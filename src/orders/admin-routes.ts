@@ -50,7 +50,7 @@ export const adminOrderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: Paym
       response: { 200: { description: 'CSV, one header line then one line per order', content: { 'text/csv': { schema: { type: 'string' } } } } },
     },
   }, async (request, reply) => {
-    const stream = exportOrdersCsv(app.db, request.query)
+    const stream = exportOrdersCsv(app.db, app.databaseKind, request.query)
     const stamp = new Date().toISOString().replaceAll(':', '').replace(/\.\d+Z$/, 'Z')
     return reply
       .type('text/csv; charset=utf-8')

@@ -136,13 +136,6 @@ async function holdConnection (db: Db): Promise<{ connection: DatabaseConnection
   return { connection, release }
 }
 
-/**
- * Kysely's connection over pg's client (a PostgreSQL server), which runs whatever pg takes, such
- * as pg-copy-streams' COPY stream; not PGlite's (src/db/pglite-dialect.ts). Should Kysely rename
- * it, exports take the cursor path: slower, the same bytes.
- */
-const isPgConnection = (connection: DatabaseConnection): boolean => connection.constructor.name === 'PostgresConnection'
-
 const LF = 10
 const CR = 13
 const QUOTE = 34
@@ -247,13 +240,13 @@ async function * cursorCsv (connection: DatabaseConnection, query: CompiledQuery
  * cursor's next fetch), so memory stays flat whatever the row count and however slowly the client
  * reads.
  */
-export function exportOrdersCsv (db: Db, query: AdminOrderExportQuery): Readable {
+export function exportOrdersCsv (db: Db, kind: 'postgres' | 'pglite', query: AdminOrderExportQuery): Readable {
   // Parsed before streaming starts, so bad parameters are still a 400 envelope.
   const filter: ExportFilter = { ...orderFilter(query), includeDeleted: true, sort: parseSort(query.sort, ORDER_SORT) }
   async function * csv () {
     const { connection, release } = await holdConnection(db)
     try {
-      if (isPgConnection(connection)) {
+      if (kind === 'postgres') {
         const select = withLiterals(exportQuery(db, filter, copyColumns))
         yield * copyCsv(connection, `copy (${select}) to stdout with (format csv)`)
       } else {
