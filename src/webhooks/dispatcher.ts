@@ -346,10 +346,10 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
             // The slot is free once the HTTP exchange is over: the next claim need not wait for the
             // outcome's statement (the delivery stays claimed, and its order's next event waits,
             // until it is recorded).
-            let free = true
+            let holding = true
             const sent = () => {
-              if (!free) return
-              free = false
+              if (!holding) return
+              holding = false
               sending--
               const left = (busy.get(endpoint) ?? 1) - 1
               if (left > 0) busy.set(endpoint, left)
