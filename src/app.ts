@@ -47,7 +47,7 @@ declare module 'fastify' {
     /** Which database `db` is: some statements are written for one (the export's COPY). */
     databaseKind: DatabaseHandle['kind']
     config: Config
-    /** The webhook dispatcher, to wake after a change commits. */
+    /** The webhook dispatcher, to wake after a change commits (it claims only while an endpoint is active). */
     webhooks?: Dispatcher
   }
 }
@@ -63,6 +63,8 @@ export interface BuildOptions {
   paymentProvider?: PaymentProvider
   /** How often to expire orders whose stock reservation ran out (default 15 s: within a minute, CONTRACT §11). */
   reservationSweepMs?: number
+  /** How often the webhook dispatcher looks for active endpoints and due deliveries without being woken (default 1 s). */
+  webhookPollMs?: number
   /** Timings of the RabbitMQ sink when AMQP_URL is set (src/events/broker.ts); tests shorten them. */
   broker?: { pollMs?: number, retryMinMs?: number, retryMaxMs?: number, standbyMs?: number }
   /** OpenID sign-in timings (src/auth/oidc-providers.ts); tests shorten the key-set cooldown. */
@@ -197,6 +199,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     db: dispatcherDatabase?.db ?? database.db,
     config,
     log: app.log,
+    pollMs: options.webhookPollMs,
   })
   app.decorate('webhooks', webhooks)
   app.addHook('onResponse', (request, _reply, done) => {

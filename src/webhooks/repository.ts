@@ -7,6 +7,13 @@ import type { DeliveryStatus, EndpointStatus, WebhookDeliveryRow, WebhookEndpoin
 
 const live = (db: Db) => db.selectFrom('webhook_endpoints').where('deleted_at', 'is', null)
 
+/** Whether any endpoint can be sent to: only those are given deliveries (src/events/outbox.ts). */
+export async function hasActiveEndpoint (db: Db): Promise<boolean> {
+  const row = await db.selectNoFrom(eb => eb.exists(live(db).where('status', '=', 'ACTIVE').select(sql.lit(1).as('one'))).as('active'))
+    .executeTakeFirstOrThrow()
+  return Boolean(row.active)
+}
+
 export async function countEndpoints (db: Db): Promise<number> {
   const row = await live(db).select(eb => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()
   return Number(row.n)

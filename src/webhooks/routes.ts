@@ -29,6 +29,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const endpoint = await createEndpoint(app.db, settings, request.body)
+    app.webhooks?.endpointsChanged()
     return reply.code(201).header('Location', `${base}/${endpoint.endpointId}`).send(ok(endpoint))
   })
 
@@ -68,7 +69,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       body: PatchEndpointBody,
       response: { 200: Envelope(WebhookEndpoint) },
     },
-  }, async (request) => ok(await changeEndpoint(app.db, settings, request.params.id, request.body)))
+  }, async (request) => {
+    const endpoint = await changeEndpoint(app.db, settings, request.params.id, request.body)
+    app.webhooks?.endpointsChanged()
+    return ok(endpoint)
+  })
 
   app.patch(`${base}/:id/rotate-secret`, {
     config: { access: 'admin', errors: ['WEBHOOK_ENDPOINT_NOT_FOUND'] },
@@ -123,7 +128,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const delivery = await retryDelivery(app.db, request.params.id)
-    app.webhooks?.wake()
+    app.webhooks?.endpointsChanged()
     return ok(delivery)
   })
 }

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { after, before, beforeEach, describe, it } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import type { DatabaseHandle } from '../../src/db/database.js'
+import { Api, BACKENDS, createTestDatabase, resetDatabase, testConfig, type Member } from '../helper.js'
+import { Receiver, eventually } from './receiver.js'
+
+// The dispatcher claims deliveries only while an endpoint is active (src/webhooks/dispatcher.ts):
+// a service without webhooks must not send a claim after every change it commits. The statements
+// are counted as the database receives them; the slow poll is turned off, so only a wake-up can claim.
+
+const BASE = '/api/v1/admin/webhook-endpoints'
+const NEVER_MS = 2_000_000_000
+/** Longer than the dispatcher gathers wake-ups before it claims (GATHER_MS, 20 ms). */
+const SETTLE_MS = 200
+
+const isClaim = (text: string) => /update "?webhook_deliveries"? c set claimed_until/.test(text)
+
+for (const backend of BACKENDS) {
+  describe(`the webhook dispatcher without active endpoints [${backend}]`, () => {
+    const statements: string[] = []
+    let database: DatabaseHandle
+    let api: Api
+    let admin: Member
+    let owner: Member
+    let productId: number
+    const receiver = new Receiver()
+
+    before(async () => {
+      await receiver.start()
+      database = await createTestDatabase(backend, { onStatement: text => { statements.push(text) } })
+      // No DATABASE_URL in the config: the dispatcher runs on this handle, so its statements are counted.
+      const app = await buildApp(testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }), {
+        logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS, webhookPollMs: NEVER_MS,
+      })
+      api = new Api(app)
+    })
+    after(async () => {
+      await api?.app.close()
+      await database?.close()
+      await receiver.stop()
+    })
+    beforeEach(async () => {
+      await resetDatabase(api.app)
+      receiver.reset()
+      admin = await api.admin()
+      owner = await api.member('owner')
+      productId = (await api.product(admin, { stockQuantity: 100 })).productId
+    })
+
+    it('sends no claim after the changes of a service that has no endpoint, and claims at once when one is registered', async () => {
+      await sleep(SETTLE_MS)
+      statements.length = 0
+      const first = await api.order(owner, [{ productId, quantity: 1 }])
+      const cancelled = await api.inject({ method: 'PATCH', url: `/api/v1/orders/${first.orderId}/cancel`, headers: owner.headers })
+      assert.equal(cancelled.statusCode, 200, cancelled.body)
+      await api.order(owner, [{ productId, quantity: 2 }])
+      await sleep(SETTLE_MS)
+      assert.deepEqual(statements.filter(isClaim), [], 'no claim while no endpoint is active')
+      assert.ok(statements.length >= 3, 'the changes themselves were counted')
+
+      const res = await api.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })
+      assert.equal(res.statusCode, 201, res.body)
+      receiver.secrets = [res.json().data.secret]
+      const placed = await api.order(owner, [{ productId, quantity: 1 }])
+      // The poll is off: only the wake-up after this create can have sent it.
+      await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+      assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
+      assert.equal(receiver.received[0]!.event.type, 'order.placed')
+      assert.ok(statements.some(isClaim), 'claimed once an endpoint was registered')
+    })
+
+    it('claims again after an endpoint is enabled through PATCH', async () => {
+      const created = await api.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })
+      assert.equal(created.statusCode, 201, created.body)
+      const endpoint = created.json().data as { endpointId: number, secret: string }
+      receiver.secrets = [endpoint.secret]
+      const url = `${BASE}/${endpoint.endpointId}`
+      const disabled = await api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'DISABLED' } })
+      assert.equal(disabled.statusCode, 200, disabled.body)
+      const enabled = await api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'ACTIVE' } })
+      assert.equal(enabled.statusCode, 200, enabled.body)
+      const placed = await api.order(owner, [{ productId, quantity: 1 }])
+      await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+      assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
+    })
+  })
+}
