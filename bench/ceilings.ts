@@ -115,11 +115,12 @@ COMMIT;
 }
 
 /**
- * Runs pgbench with one custom script for `seconds` against the database at `url`. Its connections
+ * Runs pgbench with one custom script for `seconds` against the database at `url`, as fast as it
+ * can or at `rate` transactions per second. Its connections
  * carry `application_name` PGBENCH_APP, so that the bench can find the backends serving them and
  * read their CPU time.
  */
-export async function runPgbench (url: string, script: string, opts: { clients: number, threads: number, seconds: number }): Promise<PgbenchResult> {
+export async function runPgbench (url: string, script: string, opts: { clients: number, threads: number, seconds: number, rate?: number }): Promise<PgbenchResult> {
   const dir = await mkdtemp(join(tmpdir(), 'order-bench-pgbench-'))
   try {
     const file = join(dir, 'script.sql')
@@ -128,6 +129,8 @@ export async function runPgbench (url: string, script: string, opts: { clients: 
     const args = [
       '-n', '-M', 'prepared', '-f', file,
       '-c', String(opts.clients), '-j', String(opts.threads), '-T', String(opts.seconds),
+      // A target rate (transactions per second, spread as a Poisson process) instead of as fast as it can.
+      ...(opts.rate ? ['-R', String(Math.round(opts.rate))] : []),
       '-h', u.hostname, '-p', u.port || '5432', '-U', decodeURIComponent(u.username || 'postgres'),
       decodeURIComponent(u.pathname.slice(1)),
     ]

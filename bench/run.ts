@@ -33,6 +33,7 @@ import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
+import { openLoop } from './open-loop.js'
 import { FLOOR_APP, PGBENCH_APP, createScript, getByIdScript, runPgbench, startReferenceServer } from './ceilings.js'
 import { cpuOf } from './proc.js'
 import { MEMBER_ID_BASE, SEED_PASSWORD, STATUSES, memberEmail, productOf, seed } from './seed.js'
@@ -341,53 +342,32 @@ async function load (name: string, url: string, requests: Requests | undefined, 
  */
 async function steady (name: string, base: string, requests: autocannon.Request[], rate: number, meters: Meters): Promise<{ row: Row, lag: number, warmUp: { p99: number, max: number } }> {
   log(`${name}: ${WARM_UP} s warm-up, then ${SECONDS} s at ${rate} req/s, open loop`)
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS * 2 })
-  const url = new URL(base)
   const latencies: number[] = []
   const warmUpLatencies: number[] = []
   let errors = 0
-  let sent = 0
   const warmUpCount = rate * WARM_UP
   const total = warmUpCount + rate * SECONDS
   let lag = 0 // the most the generator fell behind its own schedule in the measured part (its own pauses, not the service's)
   // The earlier scenarios left garbage in this process; collect it now rather than during the run.
   ;(globalThis as { gc?: () => void }).gc?.()
-  const start = performance.now()
-  const measuredFrom = start + WARM_UP * 1000
   let metering: Promise<(requests: number) => Promise<{ cpu?: Cpu, rss?: number }>> | undefined
   const warmUpTimer = setTimeout(() => { metering = startMeters(meters) }, WARM_UP * 1000)
-  await new Promise<void>(resolve => {
-    let answered = 0
-    const done = () => { if (++answered === total) resolve() }
-    const send = (index: number, due: number) => {
-      const spec = requests[index % requests.length]!
-      const into = index < warmUpCount ? warmUpLatencies : latencies
-      const req = http.request({ agent, host: url.hostname, port: url.port, method: spec.method, path: spec.path, headers: spec.headers as http.OutgoingHttpHeaders }, res => {
-        res.resume()
-        res.on('end', () => {
-          if (res.statusCode !== 200) errors++
-          into.push(performance.now() - due)
-          done()
-        })
-      })
-      req.on('error', () => { errors++; done() })
-      req.end()
-    }
-    const timer = setInterval(() => {
-      const due = Math.min(total, Math.floor((performance.now() - start) * rate / 1000))
-      while (sent < due) {
-        const dueAt = start + sent * 1000 / rate
-        if (sent >= warmUpCount) lag = Math.max(lag, performance.now() - dueAt)
-        send(sent, dueAt)
-        sent++
-      }
-      if (sent === total) clearInterval(timer)
-    }, 1)
+  const measuredFrom = performance.now() + WARM_UP * 1000
+  await openLoop({
+    base: new URL(base),
+    requests: requests.map(spec => ({ method: spec.method ?? 'GET', path: spec.path!, headers: spec.headers as Record<string, string> })),
+    rate,
+    total,
+    maxConnections: CONNECTIONS * 2,
+    answered: (index, status, latencyMs) => {
+      if (status !== 200) errors++
+      if (status !== 0) (index < warmUpCount ? warmUpLatencies : latencies).push(latencyMs)
+    },
+    behind: (index, ms) => { if (index >= warmUpCount) lag = Math.max(lag, ms) },
   })
   clearTimeout(warmUpTimer)
   const read = await (await metering)?.(latencies.length)
   const rss = read?.rss ?? 0
-  agent.destroy()
   const at = (list: number[], q: number) => Math.round(list[Math.min(list.length - 1, Math.floor(q * list.length))] ?? NaN)
   latencies.sort((a, b) => a - b)
   warmUpLatencies.sort((a, b) => a - b)
@@ -694,10 +674,10 @@ async function main () {
   const bareUs = bareRow.cpu!.server
 
   const serviceMeters = (): Meters => ({ pid, app: SERVICE_APP, service: true })
-  const pgbench = async (label: string, script: string, note: string): Promise<{ row: Row, tps: number, pgUs: number }> => {
-    log(`pgbench: ${label}, ${POOL_SIZE} clients, ${SECONDS} s`)
+  const pgbench = async (label: string, script: string, note: string, rate?: number): Promise<{ row: Row, tps: number, pgUs: number }> => {
+    log(`pgbench: ${label}, ${POOL_SIZE} clients, ${SECONDS} s${rate ? `, at ${rate.toFixed(0)} tx/s` : ''}`)
     const backends = await backendCpu(PGBENCH_APP)
-    const result = await runPgbench(DATABASE_URL, script, { clients: POOL_SIZE, threads: 2, seconds: SECONDS })
+    const result = await runPgbench(DATABASE_URL, script, { clients: POOL_SIZE, threads: 2, seconds: SECONDS, rate })
     const used = await backends()
     const pgUs = used.us / Math.max(1, result.transactions)
     const row: Row = { scenario: `pgbench: ${label}`, rps: result.tps, errors: result.failed, cpu: { server: NaN, pg: pgUs, generator: NaN, backends: used.backends }, note: `avg latency ${result.latencyMs} ms, ${POOL_SIZE} clients; ${note}` }
@@ -768,6 +748,15 @@ async function main () {
   createRow.ratio = createRow.rps / pgCreate.tps
   createRow.bareUs = bareUs
   createRow.note = `${percent(createRow.rps / floorCreateRow.rps)} of the floor; PostgreSQL CPU ${(createRow.cpu!.pg! / pgCreate.pgUs).toFixed(2)} × pgbench's per create`
+
+  // Not a target: PostgreSQL's CPU per commit rises as the commit rate falls (fewer commits share a
+  // WAL flush, backends sleep and wake more often), and pgbench runs creates faster than a service
+  // that shares the two cores with it can. The six statements again, at the service's create rate,
+  // show how much of the difference above is that.
+  const pgCreateAtRate = await pgbench('the same six statements at the rate the service reached',
+    createScript(todaysCreate, SIZES.products, MEMBER_ID_BASE, SIZES.members),
+    `not a target: the service's PostgreSQL CPU per create is ${createRow.cpu!.pg!.toFixed(0)} µs`, createRow.rps)
+  pgCreateAtRate.row.note += ` (${(createRow.cpu!.pg! / pgCreateAtRate.pgUs).toFixed(2)} × this)`
 
   const mixRow = await load('mix 80% reads / 15% creates / 5% cancels', base, mix, { meters: serviceMeters() })
   mixRow.ceiling = 'bare node:http'
@@ -888,7 +877,7 @@ async function main () {
     { name: 'GET /orders/{id}: service CPU per request ≤ 2.5 × the bare server\'s', pass: getCpu <= 2.5 * bareUs, detail: `${(getCpu / bareUs).toFixed(2)} × (${us(getCpu)} / ${us(bareUs)}); PostgreSQL ${us(getRow.cpu!.pg)} more per request; the floor server ${(floorGetRow.cpu!.server / bareUs).toFixed(2)} ×` },
     { name: 'GET /orders (first page of 20): service CPU per request ≤ 2 × GET /orders/{id}\'s', pass: listCpu <= 2 * getCpu, detail: `${(listCpu / getCpu).toFixed(2)} × (${us(listCpu)} / ${us(getCpu)}); the admin search ${(searchRow.cpu!.server / getCpu).toFixed(2)} ×` },
     { name: 'POST /orders: service CPU per create ≤ 15 × the bare server\'s per request', pass: createCpu <= 15 * bareUs, detail: `${(createCpu / bareUs).toFixed(1)} × (${us(createCpu)} / ${us(bareUs)}); the floor server ${(floorCreateRow.cpu!.server / bareUs).toFixed(1)} ×` },
-    { name: 'POST /orders: PostgreSQL CPU per create < pgbench\'s six statements\'', pass: createPg < pgCreate.pgUs, detail: `${us(createPg)} against ${us(pgCreate.pgUs)} (${(createPg / pgCreate.pgUs).toFixed(2)} ×); the floor server's ${us(floorCreateRow.cpu!.pg)}` },
+    { name: 'POST /orders: PostgreSQL CPU per create < pgbench\'s six statements\'', pass: createPg < pgCreate.pgUs, detail: `${us(createPg)} against ${us(pgCreate.pgUs)} (${(createPg / pgCreate.pgUs).toFixed(2)} ×); the floor server's ${us(floorCreateRow.cpu!.pg)}; pgbench's at the service's rate ${us(pgCreateAtRate.pgUs)} (${(createPg / pgCreateAtRate.pgUs).toFixed(2)} ×, not a target)` },
     { name: 'POST /orders: throughput ≥ 50% of pgbench\'s create', pass: createRow.ratio >= 0.5, detail: `${(createRow.ratio * 100).toFixed(1)}% (${createRow.rps.toFixed(0)} / ${pgCreate.tps.toFixed(0)} tx/s); the floor server ${(floorCreateRow.ratio! * 100).toFixed(1)}%` },
     { name: 'GET /orders/{id} at half the peak rate: p99 < 10 ms (median of 3 runs)', pass: (halfRow.p99 ?? Infinity) < 10, detail: `p99 ${halfRow.p99} ms at ${half} req/s (achieved ${halfRow.rps.toFixed(0)}); runs ${halves.all.map(run => run.row.p99).join(', ')} ms` },
     { name: 'zero errors', pass: errorRows.length === 0, detail: errorRows.length === 0 ? 'none' : errorRows.map(row => `${row.scenario}: ${row.errors}`).join('; ') },
