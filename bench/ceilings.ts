@@ -75,7 +75,6 @@ const STORED_RESPONSE = JSON.stringify({
  * literals here: pgbench variables hold numbers only.
  */
 export function createScript (statements: CreateStatements, products: number, memberBase: number, members: number): string {
-  const third = Math.floor(products / 3)
   const key = "'bench-' || :client_id || '-' || :k"
   const fill = {
     member: ':c',
@@ -100,18 +99,42 @@ export function createScript (statements: CreateStatements, products: number, me
     body: `'${STORED_RESPONSE}'`,
     location: "'/api/v1/orders/1'",
   }
-  return `\\set p1 random(1, ${third})
-\\set p2 random(${third + 1}, ${2 * third})
-\\set p3 random(${2 * third + 1}, ${3 * third})
-\\set c random(${memberBase}, ${memberBase + members - 1})
-\\set k random(1, 1000000000000)
-BEGIN;
+  return `${createVariables(products, memberBase, members)}BEGIN;
 ${pgbenchText(statements.claimKey, fill)}
 ${pgbenchText(statements.lockProducts, fill)}
 ${pgbenchText(statements.insertOrder, fill)}
 ${pgbenchText(statements.storeResponse, fill)}
 COMMIT;
 `
+}
+
+/**
+ * pgbench's variables for a create: one product from each third of the catalogue (so the three
+ * differ and are locked in id order), a seeded member, and a random key.
+ */
+function createVariables (products: number, memberBase: number, members: number): string {
+  const third = Math.floor(products / 3)
+  return `\\set p1 random(1, ${third})
+\\set p2 random(${third + 1}, ${2 * third})
+\\set p3 random(${2 * third + 1}, ${3 * third})
+\\set c random(${memberBase}, ${memberBase + members - 1})
+\\set k random(1, 1000000000000)
+`
+}
+
+/**
+ * The service's create as it runs now, one statement under autocommit (bench/statements.ts
+ * createStatementNow), with the same variables as the six statements' script: 3 products, one of
+ * each, for a seeded member, with a fresh key.
+ */
+export function oneStatementCreateScript (statement: Statement, products: number, memberBase: number, members: number): string {
+  return createVariables(products, memberBase, members) + pgbenchText(statement, {
+    member: ':c',
+    key: "'bench-' || :client_id || '-' || :k",
+    fingerprint: "'fingerprint'",
+    productIds: 'array[:p1, :p2, :p3]',
+    quantities: 'array[1, 1, 1]',
+  }) + '\n'
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler, type CompiledQuery,
 } from 'kysely'
 import type { Database } from '../src/db/schema.js'
-import { findOrder, listOrders, pageOrders } from '../src/orders/repository.js'
+import { findOrder, listOrders, pageOrders, placeOrderInOneStatement } from '../src/orders/repository.js'
 
 /** What varies between two creates or two reads; each slot is a parameter of some statement. */
 export type Slot =
@@ -24,6 +24,7 @@ export type Slot =
   | 'product0' | 'product1' | 'product2' | 'name0' | 'name1' | 'name2'
   | 'quantity0' | 'quantity1' | 'quantity2' | 'price0' | 'price1' | 'price2'
   | 'line0' | 'line1' | 'line2' | 'total' | 'body' | 'location'
+  | 'productIds' | 'quantities'
 
 /** A parameter: a slot filled per request, or the value the service sends every time. */
 export type Param = { slot: Slot } | { value: unknown }
@@ -54,6 +55,8 @@ const SENTINELS: Record<Slot, unknown> = {
   total: 987_650_050,
   body: '"sentinel-body"',
   location: 'sentinel-location',
+  productIds: [987_650_060, 987_650_061, 987_650_062],
+  quantities: [987_650_070, 987_650_071, 987_650_072],
 }
 const SLOT_OF = new Map(Object.entries(SENTINELS).map(([slot, value]) => [JSON.stringify(value), slot as Slot]))
 
@@ -116,7 +119,11 @@ export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, st
     const expression = fill[param.slot]
     if (expression === undefined) throw new Error(`no pgbench expression for slot ${param.slot}`)
     return expression
-  }).replace(/\s*\n\s*/g, ' ').trim() + ';'
+  })
+    // pgbench reads `:name` as its variable even inside a string literal (to_char's 'HH24:MI:SS'),
+    // so such a colon is written as chr(58): the same string, built when the statement runs.
+    .replace(/'(?:[^']|'')*'/g, literal => literal.replace(/:(?=[A-Za-z_])/g, "' || chr(58) || '"))
+    .replace(/\s*\n\s*/g, ' ').trim() + ';'
 }
 
 /**
@@ -127,6 +134,36 @@ export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, st
  */
 export function createOf20261124 (): CreateStatements {
   return JSON.parse(readFileSync(new URL('./create-2026-11-24.json', import.meta.url), 'utf8')) as CreateStatements
+}
+
+/**
+ * The create as the service runs it now: one statement (`placeOrderInOneStatement`) with an
+ * idempotency key, 3 items, the customer ordering for themselves, the default reservation TTL.
+ */
+export async function createStatementNow (): Promise<Statement> {
+  const { db, taken } = capture()
+  const member = SENTINELS.member as number
+  const productIds = SENTINELS.productIds as number[]
+  const quantities = SENTINELS.quantities as number[]
+  await placeOrderInOneStatement(db, {
+    scope: { memberId: member, method: 'POST', path: '/api/v1/orders', key: SENTINELS.key as string },
+    fingerprint: SENTINELS.fingerprint as string,
+    ttlMs: 24 * 60 * 60 * 1000,
+  }, {
+    customerId: member,
+    checkCustomer: false,
+    items: productIds.map((productId, k) => ({ productId, quantity: quantities[k]! })),
+    currency: 'USD',
+    shippingAddress: null,
+    memo: null,
+    actor: { id: member, role: 'USER' },
+    reservationMs: 60 * 60 * 1000,
+    allowedActions: ['confirm', 'cancel', 'delete'],
+    answerAs: { status: 201, location: '/api/v1/orders/{id}' },
+  }).catch(() => {}) // the driver executes nothing, so there is no row to read
+  await db.destroy()
+  if (taken.length !== 1) throw new Error(`expected 1 create statement, captured ${taken.length}`)
+  return toStatement(taken[0]!)
 }
 
 /** The by-id read as the service runs it now (`findOrder`). */
