@@ -399,13 +399,17 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
    * instance is seen by the next poll, which claims at once.
    */
   let endpointsActive = true
+  /** Counts endpointsChanged(): a poll that read before an endpoint changed here must not undo it. */
+  let endpointChanges = 0
   const poll = async (): Promise<void> => {
+    const changes = endpointChanges
+    let active = true
     try {
-      endpointsActive = await hasActiveEndpoint(db)
+      active = await hasActiveEndpoint(db)
     } catch (error) {
-      endpointsActive = true
       if (!stopped) log.warn({ err: error }, 'looking for active webhook endpoints failed')
     }
+    if (changes === endpointChanges) endpointsActive = active
     if (endpointsActive) claimSoon()
   }
   const polling = setInterval(() => { poll().catch(() => {}) }, options.pollMs ?? 1000)
@@ -418,6 +422,7 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
       if (endpointsActive) claimSoon()
     },
     endpointsChanged () {
+      endpointChanges++
       endpointsActive = true
       claimSoon()
     },

@@ -50,6 +50,7 @@ for (const backend of BACKENDS) {
     })
 
     it('sends no claim after the changes of a service that has no endpoint, and claims at once when one is registered', async () => {
+      // The app started on a database without endpoints: its first look found none (this runs first).
       await sleep(SETTLE_MS)
       statements.length = 0
       const first = await api.order(owner, [{ productId, quantity: 1 }])
