@@ -75,11 +75,8 @@ const STORED_RESPONSE = JSON.stringify({
  * literals here: pgbench variables hold numbers only.
  */
 export function createScript (statements: CreateStatements, products: number, memberBase: number, members: number): string {
-  const key = "'bench-' || :client_id || '-' || :k"
   const fill = {
-    member: ':c',
-    key,
-    fingerprint: "'fingerprint'",
+    ...CALLER,
     product0: ':p1',
     product1: ':p2',
     product2: ':p3',
@@ -108,6 +105,9 @@ COMMIT;
 `
 }
 
+/** Who creates, under which key, in both create scripts: pgbench's variables (createVariables) and a constant fingerprint. */
+const CALLER = { member: ':c', key: "'bench-' || :client_id || '-' || :k", fingerprint: "'fingerprint'" }
+
 /**
  * pgbench's variables for a create: one product from each third of the catalogue (so the three
  * differ and are locked in id order), a seeded member, and a random key.
@@ -129,9 +129,7 @@ function createVariables (products: number, memberBase: number, members: number)
  */
 export function oneStatementCreateScript (statement: Statement, products: number, memberBase: number, members: number): string {
   return createVariables(products, memberBase, members) + pgbenchText(statement, {
-    member: ':c',
-    key: "'bench-' || :client_id || '-' || :k",
-    fingerprint: "'fingerprint'",
+    ...CALLER,
     productIds: 'array[:p1, :p2, :p3]',
     quantities: 'array[1, 1, 1]',
   }) + '\n'

@@ -745,8 +745,9 @@ async function main () {
   deepRow.bareUs = bareUs
   deepRow.note = `service CPU ${(deepRow.cpu!.server / getRow.cpu!.server).toFixed(2)} × GET /orders/{id}'s`
 
+  const sixStatements = createScript(todaysCreate, SIZES.products, MEMBER_ID_BASE, SIZES.members)
   const pgCreate = await pgbench('order creation, the six statements of 2026-11-24 (BEGIN, claim key, lock products, insert, store answer, COMMIT)',
-    createScript(todaysCreate, SIZES.products, MEMBER_ID_BASE, SIZES.members), 'the service\'s create of 2026-11-24, statement for statement')
+    sixStatements, 'the service\'s create of 2026-11-24, statement for statement')
 
   const floorCreateRow = await load('floor: node:http + pg, the creation transaction only', floorBase, create, { meters: floorMeters })
   await stop(floor)
@@ -768,7 +769,7 @@ async function main () {
   // that shares the two cores with it can. The six statements again, at the service's create rate,
   // show how much of the difference above is that.
   const pgCreateAtRate = await pgbench('the same six statements at the rate the service reached',
-    createScript(todaysCreate, SIZES.products, MEMBER_ID_BASE, SIZES.members),
+    sixStatements,
     `not a target: the service's PostgreSQL CPU per create is ${createRow.cpu!.pg!.toFixed(0)} µs`, createRow.rps, DIAGNOSTIC_SECONDS)
   pgCreateAtRate.row.note += ` (${(createRow.cpu!.pg! / pgCreateAtRate.pgUs).toFixed(2)} × this)`
   // And the service's own statement, run by pgbench at that rate: what the one statement costs

@@ -160,7 +160,7 @@ export async function createStatementNow (): Promise<Statement> {
     reservationMs: 60 * 60 * 1000,
     allowedActions: ['confirm', 'cancel', 'delete'],
     answerAs: { status: 201, location: '/api/v1/orders/{id}' },
-  }).catch(() => {}) // the driver executes nothing, so there is no row to read
+  })
   await db.destroy()
   if (taken.length !== 1) throw new Error(`expected 1 create statement, captured ${taken.length}`)
   return toStatement(taken[0]!)
