@@ -66,8 +66,11 @@ export interface Dispatcher {
    * last seen (then the change wrote no delivery, and claiming would cost the database for nothing).
    */
   wake (): void
-  /** An endpoint was registered, enabled or has a delivery retried here: look for due deliveries now. */
-  endpointsChanged (): void
+  /**
+   * An endpoint is active, as a request here has just shown (it was registered or enabled, or one
+   * of its deliveries retried): look for due deliveries now, and after every change from now on.
+   */
+  endpointActive (): void
   /** Stops claiming; in-flight attempts are aborted and their claims given back. */
   close (): Promise<void>
 }
@@ -399,17 +402,17 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
    * instance is seen by the next poll, which claims at once.
    */
   let endpointsActive = true
-  /** Counts endpointsChanged(): a poll that read before an endpoint changed here must not undo it. */
-  let endpointChanges = 0
+  /** Counts endpointActive() calls: a poll that read before one of them must not undo it. */
+  let activeReports = 0
   const poll = async (): Promise<void> => {
-    const changes = endpointChanges
+    const reports = activeReports
     let active = true
     try {
       active = await hasActiveEndpoint(db)
     } catch (error) {
       if (!stopped) log.warn({ err: error }, 'looking for active webhook endpoints failed')
     }
-    if (changes === endpointChanges) endpointsActive = active
+    if (reports === activeReports) endpointsActive = active
     if (endpointsActive) claimSoon()
   }
   const polling = setInterval(() => { poll().catch(() => {}) }, options.pollMs ?? 1000)
@@ -421,8 +424,8 @@ export function startDispatcher (options: DispatcherOptions): Dispatcher {
     wake () {
       if (endpointsActive) claimSoon()
     },
-    endpointsChanged () {
-      endpointChanges++
+    endpointActive () {
+      activeReports++
       endpointsActive = true
       claimSoon()
     },

@@ -29,7 +29,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request, reply) => {
     const endpoint = await createEndpoint(app.db, settings, request.body)
-    app.webhooks?.endpointsChanged()
+    app.webhooks?.endpointActive()
     return reply.code(201).header('Location', `${base}/${endpoint.endpointId}`).send(ok(endpoint))
   })
 
@@ -71,7 +71,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const endpoint = await changeEndpoint(app.db, settings, request.params.id, request.body)
-    app.webhooks?.endpointsChanged()
+    if (endpoint.status === 'ACTIVE') app.webhooks?.endpointActive()
     return ok(endpoint)
   })
 
@@ -128,7 +128,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   }, async (request) => {
     const delivery = await retryDelivery(app.db, request.params.id)
-    app.webhooks?.endpointsChanged()
+    app.webhooks?.endpointActive()
     return ok(delivery)
   })
 }

@@ -72,7 +72,7 @@ for (const backend of BACKENDS) {
       assert.ok(statements.some(isClaim), 'claimed once an endpoint was registered')
     })
 
-    it('claims again after an endpoint is enabled through PATCH', async () => {
+    it('claims at once after an endpoint is enabled through PATCH on an instance that saw none active', async () => {
       const created = await api.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })
       assert.equal(created.statusCode, 201, created.body)
       const endpoint = created.json().data as { endpointId: number, secret: string }
@@ -80,11 +80,25 @@ for (const backend of BACKENDS) {
       const url = `${BASE}/${endpoint.endpointId}`
       const disabled = await api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'DISABLED' } })
       assert.equal(disabled.statusCode, 200, disabled.body)
-      const enabled = await api.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'ACTIVE' } })
-      assert.equal(enabled.statusCode, 200, enabled.body)
-      const placed = await api.order(owner, [{ productId, quantity: 1 }])
-      await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
-      assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
+      // A second instance starts now: its first look finds no active endpoint, and its poll is off.
+      const other = new Api(await buildApp(testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }), {
+        logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS, webhookPollMs: NEVER_MS,
+      }))
+      try {
+        await sleep(SETTLE_MS)
+        const before = await other.order(owner, [{ productId, quantity: 1 }])
+        await sleep(SETTLE_MS)
+        assert.equal(receiver.received.length, 0, 'nothing to send while the endpoint is disabled')
+        assert.ok(before.orderId > 0)
+        const enabled = await other.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'ACTIVE' } })
+        assert.equal(enabled.statusCode, 200, enabled.body)
+        const placed = await other.order(owner, [{ productId, quantity: 1 }])
+        await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+        assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
+        assert.equal(receiver.received[0]!.event.type, 'order.placed')
+      } finally {
+        await other.app.close()
+      }
     })
   })
 }
