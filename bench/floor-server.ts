@@ -4,7 +4,9 @@
  * builder, metrics or logging. It answers
  *   GET  /api/v1/orders/{id}   the by-id read (reads asked for together share one statement, as in
  *                              the service: src/db/coalesce.ts);
- *   POST /api/v1/orders        the order-creation transaction, keyed by the Idempotency-Key header;
+ *   POST /api/v1/orders        the order-creation transaction, keyed by the Idempotency-Key header:
+ *                              the six statements of 2026-11-24, or, with `?statement=one`, the
+ *                              service's one statement of today (createStatementNow);
  * and 404 to anything else. The service does all of the above on top, so the service's rate over the
  * floor's is what its own code costs, and the floor's rate over a ceiling is as far as any Node
  * service that runs these statements could get here. Spawned by bench/ceilings.ts (for bench/run.ts)
@@ -16,11 +18,12 @@ import pg from 'pg'
 import { coalesce } from '../src/db/coalesce.js'
 import { isId64 } from '../src/limits.js'
 import { FLOOR_APP } from './ceilings.js'
-import { bind, createOf20261124, orderByIdStatement } from './statements.js'
+import { bind, createOf20261124, createStatementNow, orderByIdStatement } from './statements.js'
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10), application_name: FLOOR_APP })
-// The by-id read as the service runs it; the create as pgbench runs it (the six statements of 2026-11-24).
-const S = { orderById: await orderByIdStatement(), ...createOf20261124() }
+// The by-id read as the service runs it; the create as pgbench runs it (the six statements of
+// 2026-11-24), and as the service runs it now (one statement).
+const S = { orderById: await orderByIdStatement(), ...createOf20261124(), createNow: await createStatementNow() }
 
 /** One prepared statement through pg's callback form, as the service runs them (src/db/prepared.ts). */
 function run (client: pg.Pool | pg.PoolClient, name: string | undefined, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
@@ -73,6 +76,22 @@ async function createOrder (body: CreateBody, key: string): Promise<{ status: nu
   }
 }
 
+/**
+ * The create as the service sends it now: one statement, under autocommit, whose row carries the
+ * answer PostgreSQL built (the order's detail). Nothing is checked in Node: a refusal is a 409.
+ */
+async function createOrderInOneStatement (body: CreateBody, key: string): Promise<{ status: number, body: unknown }> {
+  const { rows: [row] } = await run(pool, 'create-now', S.createNow.text, bind(S.createNow, {
+    member: body.customerId,
+    key,
+    fingerprint: 'fingerprint',
+    productIds: body.items.map(item => item.productId),
+    quantities: body.items.map(item => item.quantity),
+  }))
+  const answer = row.answer as { status: number, body: unknown } | null
+  return answer ? { status: answer.status, body: answer.body } : { status: 409, body: { message: 'not placed' } }
+}
+
 function send (res: http.ServerResponse, status: number, data: unknown): void {
   const body = JSON.stringify({ success: status < 400, data: status < 400 ? data : null, error: status < 400 ? null : data })
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
@@ -90,13 +109,14 @@ const server = http.createServer((req, res) => {
     found.then(order => order ? send(res, 200, order) : send(res, 404, { message: 'no such order' }), fail)
     return
   }
-  if (req.method === 'POST' && req.url === '/api/v1/orders') {
+  const oneStatement = req.url === '/api/v1/orders?statement=one'
+  if (req.method === 'POST' && (req.url === '/api/v1/orders' || oneStatement)) {
     const chunks: Buffer[] = []
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('error', () => res.destroy()) // a client gone mid-body: nothing to answer
     req.on('end', () => {
       Promise.resolve()
-        .then(() => createOrder(JSON.parse(Buffer.concat(chunks).toString()) as CreateBody, String(req.headers['idempotency-key'])))
+        .then(() => (oneStatement ? createOrderInOneStatement : createOrder)(JSON.parse(Buffer.concat(chunks).toString()) as CreateBody, String(req.headers['idempotency-key'])))
         .then(result => send(res, result.status, result.body), fail)
     })
     return
