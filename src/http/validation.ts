@@ -26,12 +26,13 @@ function isTimestamp (value: string): boolean {
  * The JSON Pointer of the first string in `value` holding U+0000, or undefined. PostgreSQL cannot
  * store that character in text (nor jsonb), so it is refused here rather than failing a statement.
  */
-function nulPath (value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined
+function nulPath (value: unknown): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? '' : undefined
   if (value === null || typeof value !== 'object') return undefined
-  for (const [key, child] of Object.entries(value)) {
-    const found = nulPath(child, `${path}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`)
-    if (found !== undefined) return found
+  // The pointer is built on the way back from a find, not for every member on the way down.
+  for (const key of Object.keys(value)) {
+    const found = nulPath((value as Record<string, unknown>)[key])
+    if (found !== undefined) return `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}${found}`
   }
   return undefined
 }

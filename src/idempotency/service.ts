@@ -18,16 +18,27 @@ export interface KeyedRequest {
   ttlMs: number
 }
 
-/** JSON with object keys sorted, so that equal bodies have equal fingerprints whatever their key order. */
+/**
+ * JSON with object keys sorted, so that equal bodies have equal fingerprints whatever their key
+ * order. Its output must never change: stored keys are compared by it. Written with loops rather
+ * than entries, filter, sort, map and join: it runs on every keyed request (bench/RESULTS.md).
+ */
 function canonicalJson (value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+  if (value === null || typeof value !== 'object') return JSON.stringify(value)
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i])
+    return out + ']'
   }
-  return JSON.stringify(value)
+  const object = value as Record<string, unknown>
+  const keys = Object.keys(object).sort()
+  let out = '{'
+  for (const key of keys) {
+    const child = object[key]
+    if (child === undefined) continue
+    out += (out.length > 1 ? ',' : '') + JSON.stringify(key) + ':' + canonicalJson(child)
+  }
+  return out + '}'
 }
 
 /** SHA-256 of the canonical body, without the `idempotencyKey` field. */

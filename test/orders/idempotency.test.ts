@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
 import { it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { LightMyRequestResponse } from 'fastify'
@@ -361,6 +362,16 @@ describeEachBackend('idempotency keys on POST /api/v1/orders', (ctx) => {
     const expiresAt = new Date(row.expires_at).getTime()
     assert.ok(expiresAt >= before + 24 * HOUR - 1000 && expiresAt <= after + 24 * HOUR + 1000,
       `expires_at ${new Date(expiresAt).toISOString()} is not 24 h after the request`)
+  })
+
+  it('stores the fingerprint as the SHA-256 of the body with its keys sorted at every level, a format stored keys depend on', async () => {
+    const { member, beans } = await setUp(ctx)
+    // Keys in reverse order at both levels; the body's idempotencyKey is left out.
+    const body = { memo: 'ring twice', items: [{ quantity: 2, productId: beans.productId }], customerId: member.id, idempotencyKey: 'canonical' }
+    assert.equal((await post(ctx, member, body)).statusCode, 201)
+    const canonical = `{"customerId":${member.id},"items":[{"productId":${beans.productId},"quantity":2}],"memo":"ring twice"}`
+    const [row] = await ctx.api.app.db.selectFrom('idempotency_keys').select('fingerprint').execute()
+    assert.equal(row!.fingerprint, createHash('sha256').update(canonical).digest('hex'))
   })
 
   it('fingerprints the body without its idempotencyKey: the same body stored under two scopes has one fingerprint', async () => {
