@@ -3,9 +3,9 @@
  * service's code rather than written out by hand: the repository functions run against a Kysely
  * instance whose driver executes nothing, and every statement they compile is kept. pgbench
  * (bench/ceilings.ts) and the floor server (bench/floor-server.ts) run exactly these texts: the
- * by-id read as the service compiles it now, and the create as it was on 2026-11-24
- * (create-2026-11-24.json, from git history: the service now creates in one statement), the
- * baseline issue 22 measures the service's create against.
+ * by-id read as the service compiles it now, the create as it was on 2026-11-24
+ * (create-2026-11-24.json, from git history: the baseline issue 22 measures the service's create
+ * against), and the create as the service sends it now, in one statement.
  *
  * Each parameter the service would send is either a *slot* (it varies per request: a member, a key,
  * a product, a quantity…), found by the distinctive value the capture passed in for it, or a
