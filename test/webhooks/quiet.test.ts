@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, beforeEach, describe, it } from 'node:test'
+import type { KyselyPlugin } from 'kysely'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
 import { Api, BACKENDS, createTestDatabase, resetDatabase, testConfig, type Member } from '../helper.js'
@@ -102,3 +103,81 @@ for (const backend of BACKENDS) {
     })
   })
 }
+
+/**
+ * Holds the result of the dispatcher's look for active endpoints (`hasActiveEndpoint`) until
+ * released: the look has run in the database, but its answer has not reached the dispatcher yet.
+ */
+function holdEndpointLook () {
+  const looks = new WeakSet<object>()
+  let seen!: () => void
+  const held = new Promise<void>(resolve => { seen = resolve })
+  let release!: () => void
+  const released = new Promise<void>(resolve => { release = resolve })
+  const plugin: KyselyPlugin = {
+    transformQuery ({ node, queryId }) {
+      const text = JSON.stringify(node, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+      if (node.kind === 'SelectQueryNode' && text.includes('"webhook_endpoints"') && text.includes('"active"')) looks.add(queryId)
+      return node
+    },
+    async transformResult ({ result, queryId }) {
+      if (looks.has(queryId)) {
+        seen()
+        await released
+      }
+      return result
+    },
+  }
+  return { plugin, held, release }
+}
+
+// A look for active endpoints that read the table before an endpoint was registered here, and
+// answers after, must not turn the claims after changes off again. On PostgreSQL the look runs on
+// its own connection while the registration commits on another; the embedded database runs one
+// statement at a time, so holding the look's answer would hold the registration too.
+describe('the webhook dispatcher when its look for endpoints answers after one was registered [postgres]', {
+  skip: process.env.TEST_DATABASE_URL ? false : 'needs TEST_DATABASE_URL (the look and the registration on two connections)',
+}, () => {
+  let database: DatabaseHandle
+  let api: Api | undefined
+  const receiver = new Receiver()
+
+  before(async () => {
+    await receiver.start()
+    database = await createTestDatabase('postgres')
+  })
+  after(async () => {
+    await api?.app.close()
+    await database?.close()
+    await receiver.stop()
+  })
+
+  it('keeps claiming after changes when the stale answer "none active" arrives', async () => {
+    const look = holdEndpointLook()
+    // The poll is off: the look made at start-up is the only one, and it is held once it has read.
+    const app = await buildApp(testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }), {
+      logger: false,
+      database: { ...database, db: database.db.withPlugin(look.plugin) },
+      revocationPollMs: NEVER_MS,
+      reservationSweepMs: NEVER_MS,
+      webhookPollMs: NEVER_MS,
+    })
+    api = new Api(app)
+    await look.held // it found no endpoint: there was none when it ran
+
+    const admin = await api.admin()
+    const owner = await api.member('owner')
+    const { productId } = await api.product(admin, { stockQuantity: 100 })
+    const res = await api.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })
+    assert.equal(res.statusCode, 201, res.body)
+    receiver.secrets = [res.json().data.secret]
+
+    look.release()
+    await sleep(SETTLE_MS) // the stale answer has reached the dispatcher
+    const placed = await api.order(owner, [{ productId, quantity: 1 }])
+    // Only the wake-up after this create can send it: no poll runs.
+    await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+    assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
+    assert.equal(receiver.received[0]!.event.type, 'order.placed')
+  })
+})
