@@ -101,6 +101,47 @@ for (const backend of BACKENDS) {
         await other.app.close()
       }
     })
+
+    it('claims at once after a delivery is retried on an instance that saw no endpoint active', async () => {
+      // Two instances with a short retry schedule and the poll off: `first` fails the delivery out.
+      const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '50ms' })
+      const options = { logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS, webhookPollMs: NEVER_MS }
+      const first = new Api(await buildApp(config, options))
+      let firstOpen = true
+      let other: Api | undefined
+      try {
+        receiver.respond = () => 500
+        const created = await first.inject({ method: 'POST', url: BASE, headers: admin.headers, payload: { url: receiver.url } })
+        assert.equal(created.statusCode, 201, created.body)
+        const endpoint = created.json().data as { endpointId: number, secret: string }
+        receiver.secrets = [endpoint.secret]
+        const url = `${BASE}/${endpoint.endpointId}`
+        await first.order(owner, [{ productId, quantity: 1 }])
+        const delivery = async () => (await first.get(`${url}/deliveries`, {}, admin)).json().data.content[0] as { deliveryId: number, status: string }
+        await eventually(async () => (await delivery()).status === 'FAILED', 4000, 'the delivery FAILED after its schedule')
+        assert.equal(receiver.received.length, 2)
+        const { deliveryId } = await delivery()
+
+        // The second instance starts while the endpoint is disabled: its first look finds none active.
+        const disabled = await first.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'DISABLED' } })
+        assert.equal(disabled.statusCode, 200, disabled.body)
+        other = new Api(await buildApp(config, options))
+        await sleep(SETTLE_MS)
+        const enabled = await first.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'ACTIVE' } })
+        assert.equal(enabled.statusCode, 200, enabled.body)
+        await first.app.close() // only the second instance is left to send the retry
+        firstOpen = false
+
+        receiver.respond = () => 204
+        const retried = await other.inject({ method: 'PATCH', url: `/api/v1/admin/webhook-deliveries/${deliveryId}/retry`, headers: admin.headers })
+        assert.equal(retried.statusCode, 200, retried.body)
+        await eventually(() => receiver.received.length === 3, 2000, 'the retried delivery sent without the poll')
+        assert.equal(receiver.received[2]!.id, receiver.received[0]!.id)
+      } finally {
+        if (firstOpen) await first.app.close()
+        await other?.app.close()
+      }
+    })
   })
 }
 
