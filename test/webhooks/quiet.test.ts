@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, beforeEach, describe, it } from 'node:test'
 import type { KyselyPlugin } from 'kysely'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type BuildOptions } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
 import { Api, BACKENDS, createTestDatabase, resetDatabase, testConfig, type Member } from '../helper.js'
 import { Receiver, eventually } from './receiver.js'
@@ -105,7 +105,7 @@ for (const backend of BACKENDS) {
     it('claims at once after a delivery is retried on an instance that saw no endpoint active', async () => {
       // Two instances with a short retry schedule and the poll off: `first` fails the delivery out.
       const config = testConfig({ WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_SCHEDULE: '50ms' })
-      const options = { logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS, webhookPollMs: NEVER_MS }
+      const options: BuildOptions = { logger: false, database, revocationPollMs: NEVER_MS, reservationSweepMs: NEVER_MS, webhookPollMs: NEVER_MS }
       const first = new Api(await buildApp(config, options))
       let firstOpen = true
       let other: Api | undefined
