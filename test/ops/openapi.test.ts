@@ -26,6 +26,7 @@ const OPERATIONS = [
   'post /api/v1/members/me/api-keys',
   'get /api/v1/members/me/api-keys',
   'patch /api/v1/members/me/api-keys/{keyId}/revoke',
+  'patch /api/v1/members/me/identities/{provider}/unlink',
   'get /api/v1/products',
   'get /api/v1/products/search',
   'get /api/v1/products/{id}',
@@ -305,7 +306,7 @@ describe('GET /v3/api-docs', () => {
   it('types path ids as positive 64-bit integers', () => {
     for (const [key, operation] of operations(doc)) {
       for (const parameter of (operation.parameters ?? []).filter((p: any) => p.in === 'path')) {
-        if (key.includes('/oauth2/') || key.endsWith('/metrics/{name}')) {
+        if (key.includes('/oauth2/') || key.endsWith('/metrics/{name}') || key.includes('/identities/{provider}/')) {
           assert.equal(parameter.schema.type, 'string', key)
           continue
         }
