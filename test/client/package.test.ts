@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, realpath, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -114,47 +114,13 @@ describe('the typed client as a package another project installs', () => {
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  it('packs into a tarball of the built JavaScript, its declarations, the README and package.json', async () => {
-    const packed = await run(NPM, ['pack', '--pack-destination', dir], CLIENT)
-    assert.equal(packed.code, 0, `npm pack failed:\n${output(packed)}`)
-    assert.deepEqual((await readdir(dir)).filter(name => name.endsWith('.tgz')), ['order-service-client-0.1.0.tgz'])
-    const listed = await run('tar', ['-tzf', join(dir, 'order-service-client-0.1.0.tgz')], dir)
-    assert.equal(listed.code, 0, output(listed))
-    assert.deepEqual(listed.stdout.split('\n').filter(Boolean).sort(), [
-      'package/README.md',
-      'package/dist/errors.d.ts',
-      'package/dist/errors.js',
-      'package/dist/index.d.ts',
-      'package/dist/index.js',
-      'package/dist/schema.d.ts',
-      'package/dist/schema.js',
-      'package/package.json',
-    ])
-  })
-
-  it('installs with npm in a project outside the repository, with openapi-fetch as its own dependency', async (t) => {
-    const tarball = join(dir, 'order-service-client-0.1.0.tgz')
-    installed = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project)
-    if (installed.code !== 0 && NETWORK_FAILURE.test(installed.stderr)) {
-      return t.skip(`npm cannot reach the registry, so openapi-fetch cannot be installed:\n${output(installed)}`)
-    }
-    assert.equal(installed.code, 0, `npm install of the packed client failed:\n${output(installed)}`)
-    const listed = await run(NPM, ['ls', '--all', '--parseable'], project)
-    assert.equal(listed.code, 0, output(listed))
-    const packages = listed.stdout.split('\n').filter(Boolean).map(path => path.slice(project.length + 1)).sort()
-    assert.deepEqual(packages, [
-      '',
-      'node_modules/@order-service/client',
-      'node_modules/openapi-fetch',
-      'node_modules/openapi-typescript-helpers',
-    ])
-  })
-
-  it('places an order from a plain node script that imports the package', async (t) => {
-    if (installed?.code !== 0) return t.skip('the package is not installed (see the install test)')
-    await writeFile(join(project, 'place-order.mjs'), PLACE_ORDER)
-    const key = 'package-test-order-1'
-    const ran = await run(process.execPath, ['place-order.mjs', baseUrl, ADMIN.email, ADMIN.password, key], project)
+  /**
+   * Runs the script in the project at `where` and checks what it printed: the whole order, which is
+   * the one the service holds, placed once for the admin with the stock taken once.
+   */
+  async function placesAnOrder (where: string, key: string): Promise<void> {
+    await writeFile(join(where, 'place-order.mjs'), PLACE_ORDER)
+    const ran = await run(process.execPath, ['place-order.mjs', baseUrl, ADMIN.email, ADMIN.password, key], where)
     assert.equal(ran.code, 0, `the script failed:\n${output(ran)}`)
     assert.equal(ran.stderr, '')
     const printed = JSON.parse(ran.stdout) as { order: { orderId: number, customerId: number, createdAt: string, updatedAt: string, items: Array<{ productId: number }> } }
@@ -195,6 +161,47 @@ describe('the typed client as a package another project installs', () => {
     assert.deepEqual(stored.json(), { success: true, data: printed.order, error: null })
     const product = await app.inject({ url: `/api/v1/products/${productId}`, headers })
     assert.equal(product.json().data.stockQuantity, 98)
+  }
+
+  it('packs into a tarball of the built JavaScript, its declarations, the README and package.json', async () => {
+    const packed = await run(NPM, ['pack', '--pack-destination', dir], CLIENT)
+    assert.equal(packed.code, 0, `npm pack failed:\n${output(packed)}`)
+    assert.deepEqual((await readdir(dir)).filter(name => name.endsWith('.tgz')), ['order-service-client-0.1.0.tgz'])
+    const listed = await run('tar', ['-tzf', join(dir, 'order-service-client-0.1.0.tgz')], dir)
+    assert.equal(listed.code, 0, output(listed))
+    assert.deepEqual(listed.stdout.split('\n').filter(Boolean).sort(), [
+      'package/README.md',
+      'package/dist/errors.d.ts',
+      'package/dist/errors.js',
+      'package/dist/index.d.ts',
+      'package/dist/index.js',
+      'package/dist/schema.d.ts',
+      'package/dist/schema.js',
+      'package/package.json',
+    ])
+  })
+
+  it('installs with npm in a project outside the repository, with openapi-fetch as its own dependency', async (t) => {
+    const tarball = join(dir, 'order-service-client-0.1.0.tgz')
+    installed = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball], project)
+    if (installed.code !== 0 && NETWORK_FAILURE.test(installed.stderr)) {
+      return t.skip(`npm cannot reach the registry, so openapi-fetch cannot be installed:\n${output(installed)}`)
+    }
+    assert.equal(installed.code, 0, `npm install of the packed client failed:\n${output(installed)}`)
+    const listed = await run(NPM, ['ls', '--all', '--parseable'], project)
+    assert.equal(listed.code, 0, output(listed))
+    const packages = listed.stdout.split('\n').filter(Boolean).map(path => path.slice(project.length + 1)).sort()
+    assert.deepEqual(packages, [
+      '',
+      'node_modules/@order-service/client',
+      'node_modules/openapi-fetch',
+      'node_modules/openapi-typescript-helpers',
+    ])
+  })
+
+  it('places an order from a plain node script that imports the package', async (t) => {
+    if (installed?.code !== 0) return t.skip('the package is not installed (see the install test)')
+    await placesAnOrder(project, 'package-test-order-1')
   })
 
   it('type-checks in that project: the declarations resolve through the exports map', async (t) => {
@@ -219,5 +226,17 @@ describe('the typed client as a package another project installs', () => {
     // Resolved as a package, through its exports map, to the declarations of dist/.
     assert.match(checked.stdout, /Entering conditional exports\./)
     assert.match(checked.stdout, /Module name '@order-service\/client' was successfully resolved to '[^']*\/node_modules\/@order-service\/client\/dist\/index\.d\.ts' with Package ID '@order-service\/client\/dist\/index\.d\.ts@0\.1\.0'/)
+  })
+
+  it('installs from the folder as well: npm links the checkout and its prepare script builds dist/', async () => {
+    const linked = join(dir, 'linked')
+    await mkdir(linked)
+    await writeFile(join(linked, 'package.json'), JSON.stringify({ name: 'scratch-linked', private: true, type: 'module' }))
+    await rm(join(CLIENT, 'dist'), { recursive: true, force: true })
+    const install = await run(NPM, ['install', '--no-audit', '--no-fund', '--prefer-offline', CLIENT], linked)
+    assert.equal(install.code, 0, `npm install of the client's folder failed:\n${output(install)}`)
+    assert.equal(await realpath(join(linked, 'node_modules/@order-service/client')), await realpath(CLIENT))
+    assert.deepEqual((await readdir(join(CLIENT, 'dist'))).sort(), ['errors.d.ts', 'errors.js', 'index.d.ts', 'index.js', 'schema.d.ts', 'schema.js'])
+    await placesAnOrder(linked, 'package-test-order-2')
   })
 })
