@@ -126,12 +126,16 @@ export function undocumentedAnswer (request: FastifyRequest, statusCode: number,
   return listed.includes(code as ErrorCode) ? undefined : `${where} answered ${statusCode} ${code}, which its document does not list`
 }
 
-/** Response headers, declared once under components.headers. */
-const HEADERS: Record<string, { description: string, schema: Record<string, unknown> }> = {
-  'X-Request-Id': { description: 'The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem.', schema: { type: 'string' } },
+/**
+ * Response headers, declared once under components.headers. `required` marks those sent on every
+ * answer they are listed on: X-Request-Id on all, Location on a 201 (and a POST's replay) or 302,
+ * ETag wherever an order is answered.
+ */
+const HEADERS: Record<string, { description: string, required?: true, schema: Record<string, unknown> }> = {
+  'X-Request-Id': { description: 'The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem.', required: true, schema: { type: 'string' } },
   'Cache-Control': { description: '`no-store` on every /api answer, except `public, max-age=60` on the catalog’s 200 answers to anonymous callers.', schema: { type: 'string' } },
-  Location: { description: 'The path of the resource created (or of the redirect target).', schema: { type: 'string', format: 'uri-reference' } },
-  ETag: { description: 'The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed.', schema: { type: 'string' } },
+  Location: { description: 'The path of the resource created (or of the redirect target).', required: true, schema: { type: 'string', format: 'uri-reference' } },
+  ETag: { description: 'The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed.', required: true, schema: { type: 'string' } },
   'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same idempotency key.', schema: { type: 'string', enum: ['true'] } },
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Limit': { description: 'Requests allowed per window from this client address on the rate-limited routes.', schema: { type: 'integer', minimum: 0 } },
@@ -210,7 +214,8 @@ const errorSchema = (codes: readonly ErrorCode[]) => ({
 function headersOf (answers: Answers, status: number): Record<string, unknown> {
   const names = ['X-Request-Id']
   if (answers.api) names.push('Cache-Control')
-  if (status === 201 && answers.sends.includes('Location')) names.push('Location')
+  // A replay (200) carries the first answer's Location too (CONTRACT §3).
+  if ((status === 201 || (status === 200 && answers.idempotent)) && answers.sends.includes('Location')) names.push('Location')
   if (status === 302) names.push('Location')
   if ((status === 200 || status === 201 || status === 304) && answers.sends.includes('ETag')) names.push('ETag')
   if (status === 200 && answers.sends.includes('Content-Disposition')) names.push('Content-Disposition')

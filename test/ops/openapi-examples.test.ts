@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { testConfig } from '../helper.js'
+import { describeEachBackend, testConfig } from '../helper.js'
 
 type Doc = any
 
@@ -38,5 +38,72 @@ describe('the OpenAPI document’s examples, webhooks and headers', () => {
     // The filters still say how they are written.
     const status = doc.paths['/api/v1/orders'].get.parameters.find((p: any) => p.name === 'status')
     assert.match(status.description, /e\.g\. `PLACED,CONFIRMED`/)
+  })
+
+  it('marks the headers sent on every answer that lists them as required: X-Request-Id, Location, ETag', () => {
+    const required = Object.entries<any>(doc.components.headers).filter(([, header]) => header.required === true).map(([name]) => name)
+    assert.deepEqual(required.sort(), ['ETag', 'Location', 'X-Request-Id'])
+  })
+
+  it('declares Location beside Idempotent-Replayed on the replay (200) of POST /api/v1/orders', () => {
+    const headers = Object.keys(doc.paths['/api/v1/orders'].post.responses['200'].headers)
+    assert.deepEqual(headers, ['X-Request-Id', 'Cache-Control', 'Location', 'ETag', 'Idempotent-Replayed'])
+    for (const key of ['/api/v1/payments/{id}/process', '/api/v1/payments/{id}/refund']) {
+      assert.equal(doc.paths[key].patch.responses['200'].headers.Location, undefined, key)
+    }
+  })
+})
+
+describeEachBackend('the headers the OpenAPI document marks required are sent', (ctx) => {
+  let doc: Doc
+
+  /** The required headers the document lists for the answer `res` of `method path`, missing from it. */
+  function missingRequired (method: string, path: string, res: LightMyRequestResponse): string[] {
+    const response = doc.paths[path][method].responses[String(res.statusCode)]
+    assert.ok(response, `${method} ${path} ${res.statusCode} is documented`)
+    return Object.entries<any>(response.headers ?? {})
+      .filter(([, ref]) => doc.components.headers[ref.$ref.split('/').at(-1)].required === true)
+      .map(([name]) => name)
+      .filter(name => res.headers[name.toLowerCase()] === undefined)
+      .map(name => `${method} ${path} ${res.statusCode} ${name}`)
+  }
+
+  it('on creations, an idempotent replay, reads, conditional reads, changes and errors', async () => {
+    doc = (await ctx.api.inject({ url: '/v3/api-docs' })).json()
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member('ada')
+    const answers: Array<[string, string, LightMyRequestResponse]> = []
+    const send = async (method: string, path: string, url: string, options: { headers?: Record<string, string>, payload?: object } = {}) => {
+      const res = await ctx.api.inject({ method: method.toUpperCase() as 'GET', url, ...options })
+      answers.push([method, path, res])
+      return res
+    }
+
+    const registered = await send('post', '/api/v1/members', '/api/v1/members', { payload: { email: 'grace@example.com', password: 'correct horse battery', name: 'Grace' } })
+    assert.equal(registered.statusCode, 201, registered.body)
+    const product = await send('post', '/api/v1/admin/products', '/api/v1/admin/products', { headers: admin.headers, payload: { name: 'Espresso beans, 1 kg', price: 2450, stockQuantity: 10 } })
+    assert.equal(product.statusCode, 201, product.body)
+    const body = { customerId: member.id, items: [{ productId: product.json().data.productId, quantity: 2 }] }
+    const keyed = { headers: { ...member.headers, 'idempotency-key': 'first-hour-1' }, payload: body }
+    const placed = await send('post', '/api/v1/orders', '/api/v1/orders', keyed)
+    const replay = await send('post', '/api/v1/orders', '/api/v1/orders', keyed)
+    assert.deepEqual([placed.statusCode, replay.statusCode], [201, 200], replay.body)
+    assert.equal(replay.headers['idempotent-replayed'], 'true')
+    assert.equal(replay.headers.location, `/api/v1/orders/${placed.json().data.orderId}`)
+    assert.equal(replay.headers.location, placed.headers.location)
+    const url = placed.headers.location as string
+    const read = await send('get', '/api/v1/orders/{id}', url, { headers: member.headers })
+    const notModified = await send('get', '/api/v1/orders/{id}', url, { headers: { ...member.headers, 'if-none-match': read.headers.etag as string } })
+    assert.deepEqual([read.statusCode, notModified.statusCode], [200, 304])
+    const changed = await send('patch', '/api/v1/orders/{id}', url, { headers: member.headers, payload: { orderId: placed.json().data.orderId, memo: 'Ring twice' } })
+    const confirmed = await send('patch', '/api/v1/orders/{id}/confirm', `${url}/confirm`, { headers: member.headers })
+    const asAdmin = await send('get', '/api/v1/admin/orders/{id}', `/api/v1/admin/orders/${placed.json().data.orderId}`, { headers: admin.headers })
+    const absent = await send('get', '/api/v1/orders/{id}', '/api/v1/orders/999999', { headers: member.headers })
+    assert.deepEqual([changed.statusCode, confirmed.statusCode, asAdmin.statusCode, absent.statusCode], [200, 200, 200, 404])
+    await send('get', '/actuator/health', '/actuator/health')
+
+    assert.deepEqual(answers.flatMap(([method, path, res]) => missingRequired(method, path, res)), [])
+    // The check looks at something: these answers list required headers.
+    assert.ok(answers.filter(([, , res]) => res.statusCode === 201 || res.headers.etag).length >= 8)
   })
 })
