@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import { Type } from 'typebox'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { components, DOCUMENT_AS } from '../http/schemas.js'
+import { COMPONENT_EXAMPLES, REQUEST_EXAMPLES, RESPONSE_EXAMPLES } from './docs/examples.js'
 import { OPERATIONAL, OPERATIONAL_SCHEMAS, type OperationalEndpoint } from './docs/operational.js'
 import pkg from '../../package.json' with { type: 'json' }
 
@@ -226,11 +227,52 @@ function headersOf (answers: Answers, status: number): Record<string, unknown> {
   return Object.fromEntries(names.map(name => [name, headerRef(name)]))
 }
 
+type Media = Record<string, unknown> & { schema?: { $ref?: string, properties?: object, oneOf?: unknown } }
+
 type OpenApiOperation = Record<string, unknown> & {
   description?: string
   parameters?: Array<Record<string, unknown>>
-  requestBody?: { required: boolean, description?: string }
-  responses?: Record<string, Record<string, unknown>>
+  requestBody?: { required: boolean, description?: string, content?: Record<string, Media> }
+  responses?: Record<string, Record<string, unknown> & { content?: Record<string, Media> }>
+}
+
+/**
+ * The example of an answer whose schema is a named component (ops/docs/examples.ts): `XEnvelope`
+ * around the example of `X`, `XSlice`, `XPage` and `XList` around one element, `EmptyEnvelope`
+ * around null. Undefined when there is none (the examples test names what is missing).
+ */
+function exampleOf (name: string): unknown {
+  if (name === 'Empty') return null
+  if (name in COMPONENT_EXAMPLES) return COMPONENT_EXAMPLES[name]
+  const [, item, shape] = /^(\w+?)(Envelope|Slice|Page|List)$/.exec(name) ?? []
+  const element = item === undefined ? undefined : exampleOf(item)
+  if (element === undefined) return undefined
+  switch (shape) {
+    case 'Envelope': return { success: true, data: element, error: null }
+    case 'Slice': return { content: [element], size: 20, hasNext: true, nextCursor: 'eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9' }
+    case 'Page': return { content: [element], page: 0, size: 20, totalElements: 1, totalPages: 1, first: true, last: true }
+    default: return [element]
+  }
+}
+
+/**
+ * Puts the examples on an operation (`method path`): its request body's, and each 2xx answer's at
+ * the media type (so Swagger UI and generated clients show them). A body that takes no fields gets `{}`.
+ */
+function addExamples (key: string, operation: OpenApiOperation): void {
+  const body = operation.requestBody?.content?.['application/json']
+  if (body) {
+    const empty = body.schema?.oneOf === undefined && Object.keys(body.schema?.properties ?? {}).length === 0
+    Object.assign(body, REQUEST_EXAMPLES[key] ?? (empty ? { example: {} } : {}))
+  }
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    if (!status.startsWith('2')) continue
+    for (const media of Object.values(response.content ?? {})) {
+      const ref = media.schema?.$ref?.replace('#/components/schemas/', '')
+      const example = RESPONSE_EXAMPLES[`${key} ${status}`] ?? (ref === undefined ? undefined : exampleOf(ref))
+      if (example !== undefined) media.example = example
+    }
+  }
 }
 
 /** Writes an operation's responses, headers and rules from what its route declared (`Answers`). */
@@ -395,8 +437,8 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
     transformObject: (document) => {
       const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
       const errorResponses: SharedResponses = new Map()
-      for (const item of Object.values(openapiObject.paths ?? {})) {
-        for (const operation of Object.values(item as Record<string, OpenApiOperation>)) {
+      for (const [path, item] of Object.entries(openapiObject.paths ?? {})) {
+        for (const [method, operation] of Object.entries(item as Record<string, OpenApiOperation>)) {
           if (operation[OPTIONAL_BODY] === true && operation.requestBody) {
             operation.requestBody.required = false
             operation.requestBody.description = 'Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST.'
@@ -405,11 +447,13 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
           const answers = operation[ANSWERS] as Answers | undefined
           delete operation[ANSWERS]
           if (answers) completeOperation(operation, answers, errorResponses)
+          addExamples(`${method} ${path}`, operation)
         }
       }
       for (const [endpoint, errors] of shownOperational) {
         const operation = structuredClone(endpoint.operation) as OpenApiOperation
         completeOperation(operation, { ...NO_ANSWERS, errors }, errorResponses)
+        addExamples(`get ${endpoint.path}`, operation)
         const paths = openapiObject.paths ??= {}
         paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
       }

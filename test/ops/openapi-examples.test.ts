@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
 import { buildApp } from '../../src/app.js'
 import { describeEachBackend, testConfig } from '../helper.js'
+
+// ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
+const addFormats = addFormatsModule.default
 
 type Doc = any
 
@@ -12,17 +17,83 @@ function operations (doc: Doc): Array<[string, any]> {
     .flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, any] => [`${method} ${path}`, operation]))
 }
 
+/** The values a media type shows: its `example`, or each of its named `examples`. */
+function examplesOf (media: any): Array<[string, unknown]> {
+  if (media.example !== undefined) return [['example', media.example]]
+  return Object.entries<any>(media.examples ?? {}).map(([name, example]) => [name, example.value])
+}
+
+/** A JSON Schema 2020-12 validator (OpenAPI 3.1's dialect) that knows the document's components. */
+function validatorFor (doc: Doc): Ajv2020 {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, logger: false })
+  addFormats(ajv)
+  ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) })
+  for (const [name, schema] of Object.entries<any>(doc.components.schemas)) ajv.addSchema(schema, `#/components/schemas/${name}`)
+  return ajv
+}
+
+/**
+ * What is wrong with the examples of one media type: none given, or one its schema refuses. A
+ * non-JSON media type (CSV, text, HTML) needs a string.
+ */
+function problemsOf (ajv: Ajv2020, where: string, type: string, media: any): string[] {
+  const examples = examplesOf(media)
+  if (examples.length === 0) return [`${where} ${type}: no example`]
+  return examples.flatMap(([name, value]) => {
+    if (!type.startsWith('application/json')) return typeof value === 'string' && value.length > 0 ? [] : [`${where} ${type} ${name}: not a text`]
+    const validate = ajv.compile(media.schema)
+    return validate(value) ? [] : [`${where} ${name}: ${ajv.errorsText(validate.errors)}`]
+  })
+}
+
 describe('the OpenAPI document’s examples, webhooks and headers', () => {
   let app: FastifyInstance
   let doc: Doc
+  let ajv: Ajv2020
 
   before(async () => {
     app = await buildApp(testConfig(), { logger: false })
     const res = await app.inject({ url: '/v3/api-docs' })
     assert.equal(res.statusCode, 200)
     doc = res.json()
+    ajv = validatorFor(doc)
   })
   after(() => app.close())
+
+  it('gives every request body an example at the media type that its schema accepts', () => {
+    const bodies = operations(doc).filter(([, operation]) => operation.requestBody)
+    assert.ok(bodies.length >= 29, `${bodies.length} bodies`)
+    const problems = bodies.flatMap(([key, operation]) => Object.entries<any>(operation.requestBody.content)
+      .flatMap(([type, media]) => problemsOf(ajv, key, type, media)))
+    assert.deepEqual(problems, [])
+  })
+
+  it('gives every 2xx answer with a body an example at the media type that its schema accepts', () => {
+    const problems: string[] = []
+    let answers = 0
+    for (const [key, operation] of operations(doc)) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (!status.startsWith('2')) continue
+        for (const [type, media] of Object.entries<any>(response.content ?? {})) {
+          answers++
+          problems.push(...problemsOf(ajv, `${key} ${status}`, type, media))
+        }
+      }
+    }
+    assert.ok(answers >= 70, `${answers} answers`)
+    assert.deepEqual(problems, [])
+  })
+
+  it('shows a POST /api/v1/orders body and answer that tell the same story (the order placed from that body)', () => {
+    const operation = doc.paths['/api/v1/orders'].post
+    const body = operation.requestBody.content['application/json'].example
+    const placed = operation.responses['201'].content['application/json'].example
+    assert.equal(placed.success, true)
+    assert.equal(placed.data.customerId, body.customerId)
+    assert.deepEqual(placed.data.items.map((item: any) => ({ productId: item.productId, quantity: item.quantity })), body.items)
+    assert.equal(placed.data.totalAmount, placed.data.items.reduce((sum: number, item: any) => sum + item.lineTotal, 0))
+    assert.deepEqual(operation.responses['200'].content['application/json'].example, placed, 'the replay is the first answer again')
+  })
 
   it('pre-fills no optional query parameter: optional filters carry no example, so Swagger UI’s "Try it out" filters nothing', () => {
     const prefilled: string[] = []
