@@ -6,6 +6,7 @@ import { ERRORS, type ErrorCode } from '../errors.js'
 import { components, DOCUMENT_AS } from '../http/schemas.js'
 import { COMPONENT_EXAMPLES, REQUEST_EXAMPLES, RESPONSE_EXAMPLES } from './docs/examples.js'
 import { OPERATIONAL, OPERATIONAL_SCHEMAS, type OperationalEndpoint } from './docs/operational.js'
+import { webhooks } from './docs/webhooks.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 /** Response headers the document declares (components.headers), by name. */
@@ -415,7 +416,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'payments', description: 'Paying for confirmed orders, and refunds' },
         { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
         { name: 'events', description: 'Every announced change of an order or its payment, as committed: the event feed (ADMIN role)' },
-        { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role)' },
+        { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role); what the service sends to an endpoint is in the document’s `webhooks`, one entry per event type' },
         { name: 'operations', description: 'Health, readiness and liveness, build information, metrics, and the documentation itself (not envelopes)' },
       ],
       components: {
@@ -457,6 +458,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         const paths = openapiObject.paths ??= {}
         paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
       }
+      Object.assign(openapiObject, { webhooks: webhooks() })
       openapiObject.components.headers = HEADERS
       openapiObject.components.responses = Object.fromEntries([...errorResponses.values()]
         .sort((a, b) => a.name.localeCompare(b.name)).map(({ name, response }) => [name, response]))

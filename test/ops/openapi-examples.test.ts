@@ -4,6 +4,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { buildApp } from '../../src/app.js'
+import { EVENT_TYPES } from '../../src/events/schemas.js'
 import { describeEachBackend, testConfig } from '../helper.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
@@ -11,9 +12,9 @@ const addFormats = addFormatsModule.default
 
 type Doc = any
 
-/** Every operation of the document as [key, operation]. */
-function operations (doc: Doc): Array<[string, any]> {
-  return Object.entries(doc.paths as Record<string, Record<string, any>>)
+/** Every operation of the document (paths and webhooks) as [key, operation]. */
+function operations (doc: Doc, part: 'paths' | 'webhooks' = 'paths'): Array<[string, any]> {
+  return Object.entries(doc[part] as Record<string, Record<string, any>>)
     .flatMap(([path, item]) => Object.entries(item).map(([method, operation]): [string, any] => [`${method} ${path}`, operation]))
 }
 
@@ -61,8 +62,8 @@ describe('the OpenAPI document’s examples, webhooks and headers', () => {
   after(() => app.close())
 
   it('gives every request body an example at the media type that its schema accepts', () => {
-    const bodies = operations(doc).filter(([, operation]) => operation.requestBody)
-    assert.ok(bodies.length >= 29, `${bodies.length} bodies`)
+    const bodies = [...operations(doc), ...operations(doc, 'webhooks')].filter(([, operation]) => operation.requestBody)
+    assert.ok(bodies.length >= 29 + EVENT_TYPES.length, `${bodies.length} bodies`)
     const problems = bodies.flatMap(([key, operation]) => Object.entries<any>(operation.requestBody.content)
       .flatMap(([type, media]) => problemsOf(ajv, key, type, media)))
     assert.deepEqual(problems, [])
@@ -109,6 +110,39 @@ describe('the OpenAPI document’s examples, webhooks and headers', () => {
     // The filters still say how they are written.
     const status = doc.paths['/api/v1/orders'].get.parameters.find((p: any) => p.name === 'status')
     assert.match(status.description, /e\.g\. `PLACED,CONFIRMED`/)
+  })
+
+  it('lists exactly the event types the service emits under webhooks, each with the Standard Webhooks headers, the Event payload and the receiver’s answers', () => {
+    assert.deepEqual(Object.keys(doc.webhooks), [...EVENT_TYPES])
+    const ids = new Set<string>()
+    for (const type of EVENT_TYPES) {
+      assert.deepEqual(Object.keys(doc.webhooks[type]), ['post'], type)
+      const operation = doc.webhooks[type].post
+      ids.add(operation.operationId)
+      assert.deepEqual(operation.tags, ['webhooks'], type)
+      const headers = Object.fromEntries(operation.parameters.map((p: any) => [p.name, p]))
+      assert.deepEqual(Object.keys(headers), ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'user-agent'], type)
+      for (const header of Object.values<any>(headers)) assert.deepEqual([header.in, header.required], ['header', true], `${type} ${header.name}`)
+      const pattern = (name: string) => new RegExp(headers[name].schema.pattern)
+      assert.ok(pattern('webhook-id').test('812') && !pattern('webhook-id').test('0812'), type)
+      assert.ok(pattern('webhook-timestamp').test('1795512600'), type)
+      const signature = 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='
+      assert.ok(pattern('webhook-signature').test(signature) && pattern('webhook-signature').test(`${signature} ${signature}`), type)
+      assert.ok(!pattern('webhook-signature').test('v2,abc'), type)
+      const media = operation.requestBody.content['application/json']
+      assert.equal(operation.requestBody.required, true)
+      assert.deepEqual(media.schema.allOf, [{ $ref: '#/components/schemas/Event' }, { type: 'object', properties: { type: { const: type } } }], type)
+      assert.equal(media.example.type, type)
+      assert.deepEqual(Object.keys(operation.responses), ['410', '429', '503', '2XX', 'default'], type)
+      for (const status of ['429', '503']) assert.deepEqual(operation.responses[status].headers, { 'Retry-After': { $ref: '#/components/headers/Retry-After' } })
+    }
+    assert.equal(ids.size, EVENT_TYPES.length)
+    assert.ok(doc.tags.some((tag: any) => tag.name === 'webhooks'))
+  })
+
+  it('refuses a webhook example whose type is not its entry’s (the payload schema pins `type`)', () => {
+    const media = doc.webhooks['order.placed'].post.requestBody.content['application/json']
+    assert.equal(ajv.compile(media.schema)({ ...media.example, type: 'order.cancelled' }), false)
   })
 
   it('marks the headers sent on every answer that lists them as required: X-Request-Id, Location, ETag', () => {
