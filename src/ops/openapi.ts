@@ -53,6 +53,10 @@ const OPTIONAL_BODY = 'x-optional-body'
 /** What the document lists for an operation, passed from the route to `transformObject`. */
 const ANSWERS = 'x-answers'
 const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
+/** No licence is stated anywhere in the repository, so `info.license` claims none (docs/decisions.md). */
+const LICENSE_NOTE = {
+  'x-license-note': 'No licence is declared: the repository has no LICENSE file and package.json names none (it is private). Ask the maintainers before reusing this API description or the code.',
+}
 
 /** The route's method list, upper case. */
 const methodsOf = (route: Pick<RouteOptions, 'method'>) => [route.method].flat().map(method => String(method).toUpperCase())
@@ -436,7 +440,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       return { schema: shown as never, url }
     },
     transformObject: (document) => {
-      const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
+      const openapiObject = (document as { openapiObject: { info: object, paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
       const errorResponses: SharedResponses = new Map()
       for (const [path, item] of Object.entries(openapiObject.paths ?? {})) {
         for (const [method, operation] of Object.entries(item as Record<string, OpenApiOperation>)) {
@@ -459,6 +463,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
       }
       Object.assign(openapiObject, { webhooks: webhooks() })
+      Object.assign(openapiObject.info, LICENSE_NOTE)
       openapiObject.components.headers = HEADERS
       openapiObject.components.responses = Object.fromEntries([...errorResponses.values()]
         .sort((a, b) => a.name.localeCompare(b.name)).map(({ name, response }) => [name, response]))

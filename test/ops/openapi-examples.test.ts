@@ -5,6 +5,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { buildApp } from '../../src/app.js'
 import { EVENT_TYPES } from '../../src/events/schemas.js'
+import pkg from '../../package.json' with { type: 'json' }
 import { describeEachBackend, testConfig } from '../helper.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
@@ -156,6 +157,12 @@ describe('the OpenAPI document’s examples, webhooks and headers', () => {
     for (const key of ['/api/v1/payments/{id}/process', '/api/v1/payments/{id}/refund']) {
       assert.equal(doc.paths[key].patch.responses['200'].headers.Location, undefined, key)
     }
+  })
+
+  it('claims no licence the repository does not declare', () => {
+    assert.equal((pkg as { license?: string }).license, undefined, 'package.json now names a licence: put it in info.license')
+    assert.equal(doc.info.license, undefined)
+    assert.match(doc.info['x-license-note'], /No licence is declared/)
   })
 })
 
