@@ -7,6 +7,7 @@ import { buildApp } from '../../src/app.js'
 import { EVENT_TYPES } from '../../src/events/schemas.js'
 import pkg from '../../package.json' with { type: 'json' }
 import { describeEachBackend, testConfig } from '../helper.js'
+import { eventually, Receiver } from '../webhooks/receiver.js'
 
 // ajv-formats is CommonJS; under ESM its function arrives as the default export's `default`.
 const addFormats = addFormatsModule.default
@@ -219,3 +220,46 @@ describeEachBackend('the headers the OpenAPI document marks required are sent', 
     assert.ok(answers.filter(([, , res]) => res.statusCode === 201 || res.headers.etag).length >= 8)
   })
 })
+
+describeEachBackend('the webhooks section describes what the dispatcher really sends', (ctx) => {
+  const receiver = new Receiver()
+  before(() => receiver.start())
+  after(() => receiver.stop())
+
+  it('sends, for each event, the headers its entry requires, matching their patterns, and a body its schema accepts', async () => {
+    const doc = (await ctx.api.inject({ url: '/v3/api-docs' })).json()
+    const ajv = validatorFor(doc)
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member('ada')
+    const endpoint = await ctx.api.inject({ method: 'POST', url: '/api/v1/admin/webhook-endpoints', headers: admin.headers, payload: { url: receiver.url } })
+    assert.equal(endpoint.statusCode, 201, endpoint.body)
+    receiver.secrets = [endpoint.json().data.secret]
+    const product = await ctx.api.product(admin, { price: 2450, stockQuantity: 10 })
+    const order = await ctx.api.order(member, [{ productId: product.productId, quantity: 2 }])
+    for (const verb of ['confirm', 'cancel']) {
+      const res = await ctx.api.inject({ method: 'PATCH', url: `/api/v1/orders/${order.orderId}/${verb}`, headers: member.headers })
+      assert.equal(res.statusCode, 200, res.body)
+    }
+    const sent = ['order.placed', 'payment.created', 'order.confirmed', 'payment.cancelled', 'order.cancelled']
+    await eventually(() => receiver.received.length === sent.length, 5000, 'every event delivered')
+    assert.deepEqual(receiver.received.map(got => got.event.type), sent)
+    assert.deepEqual(receiver.refused, [])
+
+    const problems: string[] = []
+    for (const got of receiver.received) {
+      const operation = doc.webhooks[got.event.type]?.post
+      if (!operation) {
+        problems.push(`${got.event.type}: not in webhooks`)
+        continue
+      }
+      for (const header of operation.parameters.filter((p: any) => p.in === 'header')) {
+        const value = got.headers[header.name]
+        if (value === undefined) problems.push(`${got.event.type}: no ${header.name}`)
+        else if (!new RegExp(header.schema.pattern).test(String(value))) problems.push(`${got.event.type}: ${header.name} ${value}`)
+      }
+      const validate = ajv.compile(operation.requestBody.content['application/json'].schema)
+      if (!validate(JSON.parse(got.body))) problems.push(`${got.event.type}: ${ajv.errorsText(validate.errors)}`)
+    }
+    assert.deepEqual(problems, [])
+  })
+}, { env: { WEBHOOK_ALLOW_PRIVATE: 'true' } })
