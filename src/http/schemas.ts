@@ -128,13 +128,15 @@ export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-
 /** RFC 3339 with `Z` or an explicit offset, as a query timestamp must be written (checked by the `timestamp` format). */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$'
 
-/** A timestamp in a query: RFC 3339 with `Z` or an explicit offset (the `timestamp` format). */
-export const TimestampQuery = documentAs(Type.String({ format: 'timestamp', examples: ['2026-11-22T09:30:00.000Z'] }), {
+/**
+ * A timestamp in a query: RFC 3339 with `Z` or an explicit offset (the `timestamp` format). It is an
+ * optional filter wherever it is used, so it has no `examples` (Swagger UI would pre-fill and apply it).
+ */
+export const TimestampQuery = documentAs(Type.String({ format: 'timestamp' }), {
   type: 'string',
   format: 'date-time',
   pattern: TIMESTAMP_PATTERN,
-  description: 'RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999',
-  examples: ['2026-11-22T09:30:00.000Z'],
+  description: 'RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z`',
 })
 
 /** An amount of money in minor units of the deployment's currency (cents for USD). */
