@@ -253,6 +253,26 @@ export interface paths {
         patch: operations["revokeApiKey"];
         trace?: never;
     };
+    "/api/v1/members/me/identities/{provider}/unlink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Unlink the caller’s accounts at one OpenID provider
+         * @description Removes every link between the caller and accounts at this provider (its registration id, as listed in identityProviders of GET /members/me); signing in through it then no longer reaches this account. Answers the account as GET /members/me shows it. Nothing linked through it: 404 IDENTITY_NOT_FOUND. It would leave no way to sign in (no password and no other provider): 400 LAST_SIGN_IN_METHOD. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["unlinkIdentity"];
+        trace?: never;
+    };
     "/api/v1/admin/members/{id}": {
         parameters: {
             query?: never;
@@ -286,7 +306,7 @@ export interface paths {
         };
         /**
          * Sign in with an OpenID provider: redirects to it
-         * @description Answers 302 to the provider (authorization code flow with PKCE S256, state and nonce, scope `openid email profile`); the provider sends the browser back to GET /login/oauth2/code/{id}. The flow is stored for 10 minutes and works once. With redirect_uri (which must start with an OIDC_REDIRECT_ALLOWLIST prefix, compared as a URL: scheme, host and port exactly, path by whole segments; else 400 naming redirect_uri) the sign-in ends with a 302 there carrying login_code (traded at POST /api/v1/auth/login) and the client’s own state. Unknown id: 404. A provider that cannot be reached: 503 with Retry-After. Unknown query parameters are ignored.
+         * @description Answers 302 to the provider (authorization code flow with PKCE S256, state and nonce, scope `openid email profile`); the provider sends the browser back to GET /login/oauth2/code/{id}. The flow is stored for 10 minutes and works once. With redirect_uri (which must start with an OIDC_REDIRECT_ALLOWLIST prefix, compared as a URL: scheme, host and port exactly, path by whole segments; a path with an encoded `/`, `\` or `.`, a `..` segment, a `\` or a `;` is refused even under an allowed prefix; else 400 naming redirect_uri) the sign-in ends with a 302 there carrying login_code (traded at POST /api/v1/auth/login) and the client’s own state. The answer sets a short-lived cookie (HttpOnly, SameSite=Lax, path /login/oauth2/, 10 minutes) that binds the flow to this browser: the callback refuses a flow without it. Counts against AUTH_RATE_LIMIT. Unknown id: 404. A provider that cannot be reached: 503 with Retry-After. Unknown query parameters are ignored.
          */
         get: operations["startOidcSignIn"];
         put?: never;
@@ -306,7 +326,7 @@ export interface paths {
         };
         /**
          * Where the OpenID provider sends the browser back
-         * @description Checks and uses up the state (unknown, used or expired: 400 INVALID_TOKEN), exchanges the code and checks the ID token (signature, iss, aud, exp, nonce; refused, the provider’s error=, or no email: 401). The member is the one linked to the provider account; on first sign-in an existing member with the token’s email is linked only when email_verified is true (else 409 EMAIL_ALREADY_REGISTERED), otherwise a member is created. Suspended: 403. Without a redirect_uri the answer is the login answer (200); with one, a 302 to it with login_code and the client’s state, and any failure after the state is known is a 302 there with error=<CODE>. Answers carry Cache-Control: no-store.
+         * @description Checks and uses up the state (unknown, used or expired: 400 INVALID_TOKEN), then that the browser holds the cookie the start set for this flow (missing or wrong: INVALID_TOKEN; the cookie is cleared either way), exchanges the code and checks the ID token (signature, iss, aud, exp, nonce; refused, the provider’s error=, or no email: 401). The member is the one linked to the provider account. Otherwise the token must say email_verified: true (else 401 EMAIL_NOT_VERIFIED) and carry a valid email (an email or sub with a control character: 401 INVALID_CLAIMS); an admin with that email is never linked automatically (403 ACCESS_DENIED); another existing member with it is linked (an unverified one is taken back first: password, sessions, API keys and other links removed); else a member is created with the name claim cleaned of control and format characters. Suspended: 403. Without a redirect_uri the answer is the login answer (200); with one, a 302 to it with login_code and the client’s state, and any failure after the state is known is a 302 there with error=<CODE>. Answers carry Cache-Control: no-store.
          */
         get: operations["finishOidcSignIn"];
         put?: never;
@@ -1491,7 +1511,7 @@ export interface components {
          * @description What went wrong, one code per cause (the error catalogue); each operation lists the codes it can answer per status
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Problem: {
             /** Format: uri */
             type: string;
@@ -2118,6 +2138,24 @@ export interface components {
         Error400_VALIDATION_FAILED_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed) */
+        Error400_VALIDATION_FAILED_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2140,6 +2178,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "VALIDATION_FAILED" | "INVALID_TOKEN";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), LAST_SIGN_IN_METHOD (Last Sign-In Method), MALFORMED_REQUEST (Malformed Request) */
+        Error400_VALIDATION_FAILED_LAST_SIGN_IN_METHOD_MALFORMED_REQUEST: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST";
                     };
                 };
             };
@@ -2283,8 +2337,8 @@ export interface components {
                 };
             };
         };
-        /** @description Unauthorized: UNAUTHORIZED (Unauthorized) */
-        Error401_UNAUTHORIZED_3: {
+        /** @description Unauthorized: UNAUTHORIZED (Unauthorized), EMAIL_NOT_VERIFIED (Email Not Verified), INVALID_CLAIMS (Invalid Claims) */
+        Error401_UNAUTHORIZED_EMAIL_NOT_VERIFIED_INVALID_CLAIMS: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -2294,7 +2348,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {string} */
-                        code?: "UNAUTHORIZED";
+                        code?: "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS";
                     };
                 };
             };
@@ -2350,6 +2404,21 @@ export interface components {
                 };
             };
         };
+        /** @description Forbidden: ACCESS_DENIED (Forbidden), ACCOUNT_SUSPENDED (Account Suspended) */
+        Error403_ACCESS_DENIED_ACCOUNT_SUSPENDED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCESS_DENIED" | "ACCOUNT_SUSPENDED";
+                    };
+                };
+            };
+        };
         /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
         Error403_ACCOUNT_SUSPENDED: {
             headers: {
@@ -2358,21 +2427,6 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
-                    error?: {
-                        /** @enum {string} */
-                        code?: "ACCOUNT_SUSPENDED";
-                    };
-                };
-            };
-        };
-        /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
-        Error403_ACCOUNT_SUSPENDED_2: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2428,6 +2482,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "EVENT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: IDENTITY_NOT_FOUND (Identity Not Found) */
+        Error404_IDENTITY_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "IDENTITY_NOT_FOUND";
                     };
                 };
             };
@@ -2530,6 +2600,24 @@ export interface components {
         };
         /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
         Error404_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
+        Error404_RESOURCE_NOT_FOUND_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -2830,6 +2918,25 @@ export interface components {
                 };
             };
         };
+        /** @description Too Many Requests: TOO_MANY_REQUESTS (Too Many Requests) */
+        Error429_TOO_MANY_REQUESTS_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "TOO_MANY_REQUESTS";
+                    };
+                };
+            };
+        };
         /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
         Error500_INTERNAL_ERROR: {
             headers: {
@@ -2867,6 +2974,24 @@ export interface components {
         };
         /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
         Error500_INTERNAL_ERROR_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR_4: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -2919,6 +3044,25 @@ export interface components {
         };
         /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
         Error503_SERVICE_UNAVAILABLE_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+        /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
+        Error503_SERVICE_UNAVAILABLE_4: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -3701,6 +3845,64 @@ export interface operations {
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
     };
+    unlinkIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The registration id of the OpenID provider (as in identityProviders)
+                 * @example google
+                 */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z",
+                     *         "identityProviders": []
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MyAccountEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_LAST_SIGN_IN_METHOD_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_IDENTITY_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
     adminGetMember: {
         parameters: {
             query?: never;
@@ -3843,12 +4045,16 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     Location: components["headers"]["Location"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["Error400_VALIDATION_FAILED_2"];
             404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS_2"];
             500: components["responses"]["Error500_INTERNAL_ERROR_3"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
         };
@@ -3906,12 +4112,12 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Error400_VALIDATION_FAILED_INVALID_TOKEN"];
-            401: components["responses"]["Error401_UNAUTHORIZED_3"];
-            403: components["responses"]["Error403_ACCOUNT_SUSPENDED_2"];
-            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            401: components["responses"]["Error401_UNAUTHORIZED_EMAIL_NOT_VERIFIED_INVALID_CLAIMS"];
+            403: components["responses"]["Error403_ACCESS_DENIED_ACCOUNT_SUSPENDED"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_2"];
             409: components["responses"]["Error409_EMAIL_ALREADY_REGISTERED_2"];
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
-            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_4"];
         };
     };
     listProducts: {
@@ -6854,7 +7060,7 @@ export interface operations {
                     "text/plain; version=0.0.4; charset=utf-8": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     listMetricNames: {
@@ -6885,7 +7091,7 @@ export interface operations {
                     "application/json": components["schemas"]["MetricNames"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getMetric: {
@@ -6947,9 +7153,9 @@ export interface operations {
                     "application/json": components["schemas"]["Metric"];
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_FAILED_2"];
-            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            400: components["responses"]["Error400_VALIDATION_FAILED_3"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getOpenApiDocument: {
@@ -6981,7 +7187,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getActuatorHealth: {
@@ -7016,7 +7222,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
             /** @description DOWN: the database cannot be reached (not an envelope) */
             503: {
                 headers: {
@@ -7054,7 +7260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getReadiness: {
@@ -7081,7 +7287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
             /** @description DOWN (not an envelope) */
             503: {
                 headers: {
@@ -7128,7 +7334,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildInfo"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     redirectToSwaggerUi: {
@@ -7149,7 +7355,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     redirectToReferencePage: {
@@ -7170,7 +7376,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getReferencePage: {
@@ -7193,7 +7399,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     orderPlacedWebhook: {
