@@ -75,7 +75,7 @@ describeEachBackend('categories', (ctx) => {
     ['a name with a line feed', { name: 'Coffee\nTea' }, [{ field: 'name', message: 'must not contain control characters' }]],
     ['a name with a C1 control character', { name: 'Coffee\u0085' }, [{ field: 'name', message: 'must not contain control characters' }]],
     ['parentId 0', { name: 'Beans', parentId: 0 }, [{ field: 'parentId', message: 'must be at least 1' }]],
-    ['a parentId that is a string', { name: 'Beans', parentId: '1' }, [{ field: 'parentId', message: 'must be an integer' }]],
+    ['a parentId that is a string', { name: 'Beans', parentId: '1' }, [{ field: 'parentId', message: 'must be an integer or null' }]],
     ['an unknown field', { name: 'Beans', slug: 'beans' }, [{ field: 'slug', message: 'is not a recognised field' }]],
   ]
   for (const [what, payload, invalidParams] of invalid) {
