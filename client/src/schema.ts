@@ -2774,7 +2774,7 @@ export interface operations {
                     /** @description 8 to 128 characters; not a common password, not the email address nor the part before its @ */
                     password: string;
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -2883,7 +2883,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -3192,7 +3192,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example warehouse sync
                      */
                     name: string;
@@ -3319,7 +3319,7 @@ export interface operations {
                     role?: components["schemas"]["Role"];
                     status?: components["schemas"]["MemberStatus"];
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -3585,7 +3585,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Coffee
                      */
                     name: string;
@@ -3704,7 +3704,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -3794,7 +3794,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -3850,7 +3850,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name?: string;

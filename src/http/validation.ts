@@ -129,7 +129,7 @@ const FORMAT_MESSAGES: Record<string, string> = {
 
 /** What a pattern means, for the patterns the schemas use (http/schemas.ts). */
 const PATTERN_MESSAGES: Record<string, string> = {
-  [PLAIN_NAME_PATTERN]: 'must not contain control characters',
+  [PLAIN_NAME_PATTERN]: 'must not contain control characters, format characters (such as U+200B or U+202E) or line separators',
   [IDEMPOTENCY_KEY_PATTERN]: 'must be 1 to 255 printable ASCII characters',
 }
 
