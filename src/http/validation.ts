@@ -67,13 +67,14 @@ const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults:
 
 /**
  * One validator compiler for every route; schemas are compiled once, when the route is registered.
- * Bodies and query strings are also refused if any string in them holds U+0000 (`nulPath`).
+ * Bodies, query strings and path parameters are also refused if any string in them holds U+0000
+ * (`nulPath`; CONTRACT §18.1): 400 naming the field, also where the field is free text.
  */
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv
   withComponents(ajv)
   const validate = ajv.compile(schema)
-  if (httpPart !== 'body' && httpPart !== 'querystring') return validate
+  if (httpPart !== 'body' && httpPart !== 'querystring' && httpPart !== 'params') return validate
   const numbers = httpPart === 'querystring' ? numericParameters(schema) : []
   const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {
     const written = notDecimal(data, numbers) // before Ajv, which coerces the text in place
