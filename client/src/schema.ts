@@ -3175,7 +3175,7 @@ export interface operations {
                     /** @description 8 to 128 characters; not a common password, not the email address nor the part before its @ */
                     password: string;
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -3335,7 +3335,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -3750,7 +3750,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example warehouse sync
                      */
                     name: string;
@@ -3976,7 +3976,7 @@ export interface operations {
                     role?: components["schemas"]["Role"];
                     status?: components["schemas"]["MemberStatus"];
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -4355,7 +4355,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Coffee
                      */
                     name: string;
@@ -4531,7 +4531,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -4667,7 +4667,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -4746,7 +4746,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name?: string;
