@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
-import { testConfig } from '../helper.js'
+import { securityHeaders } from '../../src/http/security-headers.js'
+import { assertError, testConfig } from '../helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -77,6 +78,30 @@ describe('reference docs', () => {
       assert.deepEqual(Object.keys(doc.paths).filter(path => /^\/(docs|swagger-ui)/.test(path)).sort(), ['/docs', '/docs/index.html', '/swagger-ui.html'])
       assert.deepEqual(doc.paths['/docs/index.html'].get.tags, ['operations'])
       assert.deepEqual(Object.keys(doc.paths['/docs/index.html'].get.responses['200'].content), ['text/html'])
+    })
+  })
+
+  describe('/', () => {
+    it('leads a person who opens the service\'s address to the reference page, for GET and HEAD, with or without a credential', async () => {
+      for (const [method, headers] of [['GET', {}], ['HEAD', {}], ['GET', { authorization: 'Bearer not-a-token' }]] as const) {
+        const res = await app.inject({ method, url: '/', headers })
+        const { date, 'x-request-id': requestId, ...rest } = res.headers
+        assert.equal(res.statusCode, 302, method)
+        assert.deepEqual(rest, { ...securityHeaders(), location: '/docs/index.html', 'content-length': '0', connection: 'keep-alive' }, method)
+        assert.match(String(requestId), /^[0-9a-f-]{36}$/)
+        assert.ok(date)
+        assert.equal(res.body, '')
+      }
+      const target = await app.inject({ url: (await app.inject({ url: '/?utm_source=x' })).headers.location as string })
+      assert.equal(target.statusCode, 200)
+      assert.match(target.body, /^<!DOCTYPE html>/)
+    })
+
+    it('answers other methods 405 with Allow, as every known path does', async () => {
+      const res = await app.inject({ method: 'POST', url: '/', payload: {} })
+      assert.equal(res.statusCode, 405)
+      assert.equal(res.headers.allow, 'GET, HEAD')
+      assertError(res, { code: 'METHOD_NOT_ALLOWED', instance: '/', detail: 'This path does not support that method; it supports GET, HEAD.' })
     })
   })
 
