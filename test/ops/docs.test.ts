@@ -184,4 +184,50 @@ describe('reference docs in Chromium', () => {
     assert.deepEqual(elsewhere, [], 'every request stays on 127.0.0.1')
     assert.deepEqual(problems, [], 'no console errors (CSP or other)')
   })
+
+  it('wraps a long path in the sidebar only after a slash, and the page never scrolls sideways', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('chromium not installed: apt-get install chromium')
+      return
+    }
+    const { chromium } = await import('playwright-core')
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    t.after(() => browser.close())
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    await page.goto(`${base}/docs/index.html`)
+    // Each character's line (its box's top); a new line must start right after a '/' or the space after the method.
+    const { links, wrapped, midWord, width } = await page.evaluate(() => {
+      const found = { links: 0, wrapped: 0, midWord: [] as string[], width: [document.documentElement.scrollWidth, document.documentElement.clientWidth] }
+      for (const link of document.querySelectorAll('nav li li li a')) {
+        found.links++
+        const chars: Array<{ char: string, top: number | undefined }> = []
+        const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT)
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.textContent!.length; i++) {
+            const range = document.createRange()
+            range.setStart(node, i)
+            range.setEnd(node, i + 1)
+            chars.push({ char: node.textContent![i]!, top: range.getClientRects()[0]?.top })
+          }
+        }
+        let line: number | undefined
+        let lines = 0
+        chars.forEach(({ top }, i) => {
+          if (top === undefined) return
+          if (line !== undefined && top > line + 1) {
+            const before = chars[i - 1]!.char
+            if (before !== '/' && before !== ' ') found.midWord.push(`${link.textContent} (after "${chars.slice(0, i).map(c => c.char).join('')}")`)
+            lines++
+          }
+          line = top
+        })
+        if (lines > 0) found.wrapped++
+      }
+      return found
+    })
+    assert.ok(links >= 49, `${links} operations in the sidebar`)
+    assert.ok(wrapped >= 10, `only ${wrapped} long paths wrapped: the test would see nothing`)
+    assert.deepEqual(midWord, [])
+    assert.deepEqual(width, [1280, 1280], 'as wide as the window')
+  })
 })
