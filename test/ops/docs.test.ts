@@ -197,17 +197,19 @@ describe('reference docs in Chromium', () => {
     await page.goto(`${base}/docs/index.html`)
     // Each character's line (its box's top); a new line must start right after a '/' or the space after the method.
     const { links, wrapped, midWord, width } = await page.evaluate(() => {
+      // Runs in the page; the project compiles without the DOM's types.
+      const { document, NodeFilter } = globalThis as any
       const found = { links: 0, wrapped: 0, midWord: [] as string[], width: [document.documentElement.scrollWidth, document.documentElement.clientWidth] }
       for (const link of document.querySelectorAll('nav li li li a')) {
         found.links++
         const chars: Array<{ char: string, top: number | undefined }> = []
         const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT)
         for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-          for (let i = 0; i < node.textContent!.length; i++) {
+          for (let i = 0; i < node.textContent.length; i++) {
             const range = document.createRange()
             range.setStart(node, i)
             range.setEnd(node, i + 1)
-            chars.push({ char: node.textContent![i]!, top: range.getClientRects()[0]?.top })
+            chars.push({ char: node.textContent[i], top: range.getClientRects()[0]?.top })
           }
         }
         let line: number | undefined
