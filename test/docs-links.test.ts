@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { describe, it } from 'node:test'
 
-// The repository stands on its own: every relative link in its Markdown (README.md, client/README.md,
+// The repository stands on its own: no link leaves it (but for the service on this machine), every relative link in its Markdown (README.md, client/README.md,
 // docs/*.md, and any other .md it has) leads to a file of the repository, and an anchor (`#…`) to a
 // heading of that file. A link to ../shared/… or to dist/ works only on one machine.
 
@@ -54,9 +54,13 @@ function brokenLinks (root: string, file: string, markdown: string): string[] {
   const problems: string[] = []
   const name = relative(root, file)
   for (const target of linkTargets(markdown)) {
-    if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) continue // not a relative link
-    const [path = '', fragment] = target.split('#', 2) as [string, string | undefined]
     const fail = (reason: string) => problems.push(`${name}: ${target}: ${reason}`)
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) {
+      // A link to a site: only to the service running on this machine (the walk-throughs); nothing else outside the repository.
+      if (!/^https?:\/\/(localhost|127\.0\.0\.1)(:\d+)?(\/|$)/.test(target)) fail('leaves the repository')
+      continue
+    }
+    const [path = '', fragment] = target.split('#', 2) as [string, string | undefined]
     if (path === '') {
       if (fragment !== undefined && !headingAnchors(markdown).has(decodeURIComponent(fragment))) fail('no such heading')
       continue
@@ -95,7 +99,7 @@ describe('links in the documentation', () => {
       '# Example page', '## Second `part`', '## Second part', '',
       'See [the spec](../../shared/seed/order-api-spec.md) and [contract][c], and <a href="../../elsewhere.md">this</a>.',
       '[a gone page](gone.md), [a gone heading](events.md#no-such-heading), [built](../dist/server.js), [root](/README.md).',
-      '[fine](events.md#the-feed), [fine too](../README.md#quick-start "title"), [here](#second-part-1), [not here](#third-part), [site](https://example.com)',
+      '[fine](events.md#the-feed), [fine too](../README.md#quick-start "title"), [here](#second-part-1), [not here](#third-part), [site](https://example.com), [local](http://localhost:8080/docs/)',
       '`[in code](../nowhere.md)`', '```', '[in a block](../nowhere.md)', '```', '',
       '[c]: ../../shared/CONTRACT.md',
     ].join('\n')
@@ -106,6 +110,7 @@ describe('links in the documentation', () => {
       'docs/example.md: ../dist/server.js: not in a clone',
       'docs/example.md: /README.md: absolute path; links are relative to the file',
       'docs/example.md: #third-part: no such heading',
+      'docs/example.md: https://example.com: leaves the repository',
       'docs/example.md: ../../shared/CONTRACT.md: outside the repository',
       'docs/example.md: ../../elsewhere.md: outside the repository',
     ])
