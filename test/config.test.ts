@@ -17,6 +17,7 @@ describe('configuration', () => {
       jwtSecret: undefined,
       idempotencyTtlMs: 24 * 3600 * 1000,
       orderReservationTtlMs: 60 * 60 * 1000,
+      maxUnpaidOrders: 10,
       eventRetentionMs: 30 * 24 * 3600 * 1000,
       errorTypeBase: 'https://api.example.com',
       currency: 'USD',
