@@ -5,6 +5,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
 import { ADMIN, assertError, BACKENDS, createTestDatabase, describeEachBackend, errorBody, testConfig } from '../helper.js'
+import { insertLoginCode } from '../../src/auth/oidc-repository.js'
+import { randomToken, tokenHash } from '../../src/members/secrets.js'
 
 const LOGIN = '/api/v1/auth/login'
 const ADDRESS_LIMITED = 'Too many requests from this address; retry after the time in Retry-After.'
@@ -316,6 +318,18 @@ describeEachBackend('LOGIN_FAILURE_LIMIT at addresses the member logged in from 
     await attack(member.email, 49) // 1 + 49: the email's budget spent, the pair at `tried` not
     assertEmailLocked(await login(member.email, 'correct horse', tried), LOGIN, 5)
     assertEmailLocked(await login(member.email, 'correct horse', tried), LOGIN, 5)
+  })
+
+  it('does not make an address known by an OpenID sign-in (its login code traded there)', async () => {
+    const member = await ctx.api.member()
+    const signedIn = address()
+    // The code an OpenID sign-in's redirect carries (the sign-in itself: oidc.test.ts).
+    const loginCode = randomToken()
+    await insertLoginCode(ctx.api.app.db, { hash: tokenHash(loginCode), memberId: member.id, ttlMs: 60_000 })
+    const traded = await ctx.api.inject({ ...loginRequest('', '', proxy), payload: { loginCode }, headers: { 'x-forwarded-for': signedIn } })
+    assert.equal(traded.statusCode, 201, traded.body)
+    await attack(member.email)
+    assertEmailLocked(await login(member.email, 'correct horse', signedIn), LOGIN, 5)
   })
 
   it('still locks a known address after LOGIN_FAILURE_LIMIT wrong passwords from it', async () => {
