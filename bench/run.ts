@@ -133,6 +133,7 @@ async function startService (env: Record<string, string>, nodeOptions: string[] 
       ADMIN_PASSWORD: ADMIN.password,
       LOG_LEVEL: 'warn',
       AUTH_RATE_LIMIT: '1000000', // the largest it accepts (per minute),
+      MAX_UNPAID_ORDERS: '0', // its members place many orders and pay for none (CONTRACT §18's limit is 10)
       WORKERS: '1',
       ...env,
     },

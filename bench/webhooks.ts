@@ -99,6 +99,7 @@ async function main (): Promise<void> {
         ADMIN_PASSWORD: ADMIN.password,
         LOG_LEVEL: 'warn',
         AUTH_RATE_LIMIT: '1000000',
+        MAX_UNPAID_ORDERS: '0', // its members place many orders and pay for none
         WEBHOOK_ALLOW_PRIVATE: 'true',
       },
       stdio: ['ignore', 'inherit', 'inherit'],

@@ -18,8 +18,10 @@ export interface Config {
   readonly adminPassword: string | undefined
   readonly jwtSecret: string | undefined
   readonly idempotencyTtlMs: number
-  /** How long a PLACED order holds its stock unconfirmed before it is expired; 0 = for ever. */
+  /** How long an order holds its stock until its first payment is captured before it is expired; 0 = for ever. */
   readonly orderReservationTtlMs: number
+  /** Orders a member may hold that reserve stock with nothing captured (CONTRACT §18); 0 = no limit. */
+  readonly maxUnpaidOrders: number
   /** How long events are kept in the feed. */
   readonly eventRetentionMs: number
   readonly errorTypeBase: string
@@ -228,6 +230,7 @@ export function loadConfig (env: Env = process.env): Config {
     jwtSecret,
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
     orderReservationTtlMs: duration('ORDER_RESERVATION_TTL', '60m', '365d', true),
+    maxUnpaidOrders: integer('MAX_UNPAID_ORDERS', 10, 0, 1_000_000),
     eventRetentionMs,
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,

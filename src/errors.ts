@@ -33,6 +33,7 @@ export const ERRORS = {
   INSUFFICIENT_STOCK: { status: 409, title: 'Insufficient Stock' },
   IDEMPOTENCY_KEY_IN_FLIGHT: { status: 409, title: 'Idempotency Key In Flight' },
   API_KEY_LIMIT_REACHED: { status: 409, title: 'API Key Limit Reached' },
+  UNPAID_ORDER_LIMIT_REACHED: { status: 409, title: 'Unpaid Order Limit Reached' },
   WEBHOOK_ENDPOINT_DISABLED: { status: 409, title: 'Webhook Endpoint Disabled' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition Failed' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },

@@ -17,6 +17,7 @@ describe('configuration', () => {
       jwtSecret: undefined,
       idempotencyTtlMs: 24 * 3600 * 1000,
       orderReservationTtlMs: 60 * 60 * 1000,
+      maxUnpaidOrders: 10,
       eventRetentionMs: 30 * 24 * 3600 * 1000,
       errorTypeBase: 'https://api.example.com',
       currency: 'USD',
@@ -56,6 +57,9 @@ describe('configuration', () => {
     assert.equal(loadConfig({ IDEMPOTENCY_TTL: '15m' }).idempotencyTtlMs, 900_000)
     assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '45m' }).orderReservationTtlMs, 2_700_000)
     assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '0' }).orderReservationTtlMs, 0)
+    assert.equal(loadConfig({}).maxUnpaidOrders, 10)
+    assert.equal(loadConfig({ MAX_UNPAID_ORDERS: '0' }).maxUnpaidOrders, 0)
+    assert.equal(loadConfig({ MAX_UNPAID_ORDERS: '3' }).maxUnpaidOrders, 3)
     assert.equal(loadConfig({ BODY_LIMIT: '2048' }).bodyLimit, 2048)
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
     assert.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
@@ -183,6 +187,8 @@ describe('configuration', () => {
     [{ AMQP_URL: 'localhost:5672' }, /^Invalid AMQP_URL/],
     [{ AUTH_RATE_LIMIT: '0' }, /^Invalid AUTH_RATE_LIMIT="0"/],
     [{ LOGIN_FAILURE_LIMIT: 'many' }, /^Invalid LOGIN_FAILURE_LIMIT="many"/],
+    [{ MAX_UNPAID_ORDERS: '-1' }, /^Invalid MAX_UNPAID_ORDERS="-1": expected an integer from 0 to 1000000$/],
+    [{ MAX_UNPAID_ORDERS: 'ten' }, /^Invalid MAX_UNPAID_ORDERS="ten"/],
     [{ TRUST_PROXY: 'yes please' }, /^Invalid TRUST_PROXY="yes please"/],
     [{ WORKERS: '0', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="0": expected auto or an integer from 1 to 64$/],
     [{ WORKERS: '65', DATABASE_URL: 'postgres://h/db' }, /^Invalid WORKERS="65"/],

@@ -248,6 +248,7 @@ const TITLES: Record<string, [number, string]> = {
   WEBHOOK_ENDPOINT_NOT_FOUND: [404, 'Webhook Endpoint Not Found'],
   WEBHOOK_DELIVERY_NOT_FOUND: [404, 'Webhook Delivery Not Found'],
   WEBHOOK_ENDPOINT_DISABLED: [409, 'Webhook Endpoint Disabled'],
+  UNPAID_ORDER_LIMIT_REACHED: [409, 'Unpaid Order Limit Reached'],
 }
 
 /**

@@ -508,7 +508,7 @@ export interface paths {
         put?: never;
         /**
          * Place an order
-         * @description Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         * @description Reserves stock for every item or none, until the order's payment is captured or `ORDER_RESERVATION_TTL` runs out. A member ordering for itself that already holds `MAX_UNPAID_ORDERS` orders with stock and nothing captured gets 409 `UNPAID_ORDER_LIMIT_REACHED` (admins are exempt). With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -1511,7 +1511,7 @@ export interface components {
          * @description What went wrong, one code per cause (the error catalogue); each operation lists the codes it can answer per status
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "UNPAID_ORDER_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Problem: {
             /** Format: uri */
             type: string;
@@ -2748,8 +2748,8 @@ export interface components {
                 };
             };
         };
-        /** @description Conflict: INSUFFICIENT_STOCK (Insufficient Stock), IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight) */
-        Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT: {
+        /** @description Conflict: INSUFFICIENT_STOCK (Insufficient Stock), IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight), UNPAID_ORDER_LIMIT_REACHED (Unpaid Order Limit Reached) */
+        Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT_UNPAID_ORDER_LIMIT_REACHED: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Cache-Control": components["headers"]["Cache-Control"];
@@ -2759,7 +2759,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {string} */
-                        code?: "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT";
+                        code?: "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "UNPAID_ORDER_LIMIT_REACHED";
                     };
                 };
             };
@@ -5013,7 +5013,7 @@ export interface operations {
             400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_2"];
             401: components["responses"]["Error401_UNAUTHORIZED"];
             403: components["responses"]["Error403_ACCESS_DENIED"];
-            409: components["responses"]["Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            409: components["responses"]["Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT_UNPAID_ORDER_LIMIT_REACHED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
             422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];

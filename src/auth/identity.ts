@@ -25,7 +25,8 @@ export async function createIdentity (
   log: FastifyBaseLogger,
   options: { revocationPollMs?: number | undefined } = {}
 ): Promise<Identity> {
-  const tokens = new AccessTokens(await loadSigningKey(db, config))
+  const signingKey = await loadSigningKey(db, config)
+  const tokens = new AccessTokens(signingKey)
   const revocations = new Revocations(db, log, options.revocationPollMs)
   await revocations.start()
   const counters = await createCounterStore(config, log)
@@ -34,7 +35,7 @@ export async function createIdentity (
     tokens,
     revocations,
     counters,
-    loginFailures: new LoginFailures(counters, config.loginFailureLimit),
+    loginFailures: new LoginFailures(counters, config.loginFailureLimit, signingKey),
     mailer,
     authenticate: createAuthenticator({ db, tokens, revocations }),
     async close () {

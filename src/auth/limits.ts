@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config.js'
@@ -14,6 +15,12 @@ export interface CounterStore {
    */
   take (budgets: readonly Budget[]): Promise<Taken | null>
   reset (...keys: string[]): Promise<void>
+  /** Takes one hit back from a counter in its window (never below 0); the window's end stays. */
+  giveBack (key: string): Promise<void>
+  /** Sets a flag that lapses after `ttlMs` (set again: its time starts again). */
+  mark (key: string, ttlMs: number): Promise<void>
+  /** Whether a flag is set; false when the store is down. */
+  isMarked (key: string): Promise<boolean>
   /** Whether the backing store answers (memory: always); for the health check. */
   ping (): Promise<boolean>
   close (): Promise<void>
@@ -38,9 +45,12 @@ export interface Taken {
 /** One process's counters; entries are dropped when their window ends. */
 export class MemoryCounterStore implements CounterStore {
   readonly #counters = new Map<string, { count: number, resetAt: number }>()
+  /** Flags, by key: when each lapses. */
+  readonly #marks = new Map<string, number>()
   readonly #sweeper = setInterval(() => {
     const now = Date.now()
     for (const [key, counter] of this.#counters) if (counter.resetAt <= now) this.#counters.delete(key)
+    for (const [key, lapsesAt] of this.#marks) if (lapsesAt <= now) this.#marks.delete(key)
   }, 60_000).unref()
 
   async increment (key: string, windowMs: number): Promise<Counter> {
@@ -66,6 +76,19 @@ export class MemoryCounterStore implements CounterStore {
 
   async reset (...keys: string[]): Promise<void> {
     for (const key of keys) this.#counters.delete(key)
+  }
+
+  async giveBack (key: string): Promise<void> {
+    const counter = this.#counters.get(key)
+    if (counter && counter.resetAt > Date.now() && counter.count > 0) counter.count--
+  }
+
+  async mark (key: string, ttlMs: number): Promise<void> {
+    this.#marks.set(key, Date.now() + ttlMs)
+  }
+
+  async isMarked (key: string): Promise<boolean> {
+    return (this.#marks.get(key) ?? 0) > Date.now()
   }
 
   async ping (): Promise<boolean> {
@@ -103,12 +126,18 @@ for i = 1, #KEYS do
 end
 return answer`
 
+// DECR a counter that is above 0 (its expiry stays); a counter that has lapsed is left alone.
+const GIVE_BACK = `
+if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
+return 0`
+
 /** Our keys in a Redis that other applications may share. */
 const KEY_PREFIX = 'order-service:'
 
 type CountingRedis = Redis & {
   countHit (key: string, windowMs: number): Promise<[number, number]>
   takeBudgets (keyCount: number, ...keysThenArgs: Array<string | number>): Promise<number[]>
+  giveBack (key: string): Promise<number>
 }
 
 /**
@@ -126,6 +155,7 @@ export class RedisCounterStore implements CounterStore {
     // Sent as EVALSHA, falling back to EVAL once per connection.
     redis.defineCommand('countHit', { numberOfKeys: 1, lua: INCREMENT })
     redis.defineCommand('takeBudgets', { lua: TAKE }) // the number of keys comes first
+    redis.defineCommand('giveBack', { numberOfKeys: 1, lua: GIVE_BACK })
     redis.on('error', (error) => {
       if (this.#down) return
       this.#down = true
@@ -167,6 +197,18 @@ export class RedisCounterStore implements CounterStore {
 
   async reset (...keys: string[]): Promise<void> {
     await this.#redis.del(...keys.map(key => KEY_PREFIX + key)).catch(() => {})
+  }
+
+  async giveBack (key: string): Promise<void> {
+    await this.#redis.giveBack(KEY_PREFIX + key).catch(() => {})
+  }
+
+  async mark (key: string, ttlMs: number): Promise<void> {
+    await this.#redis.set(KEY_PREFIX + key, '1', 'PX', ttlMs).catch(() => {})
+  }
+
+  async isMarked (key: string): Promise<boolean> {
+    return this.#redis.exists(KEY_PREFIX + key).then(found => found === 1, () => false)
   }
 
   async ping (): Promise<boolean> {
@@ -235,46 +277,84 @@ export function registerAuthRateLimit (app: FastifyInstance, store: CounterStore
 const LOGIN_WINDOW_MS = 15 * MINUTE
 /** The wider budget of one email across every address, as a multiple of LOGIN_FAILURE_LIMIT. */
 export const EMAIL_BUDGET_FACTOR = 10
+/** How long a password login makes its client address "known" for the email (CONTRACT §18). */
+export const KNOWN_ADDRESS_MS = 30 * 24 * 60 * MINUTE
 const LOGIN_LOCKED = 'Too many failed logins for this email; retry after the time in Retry-After.'
 
 /**
- * Failed logins, in two budgets of 15 minutes (CONTRACT §11 Credentials):
+ * Failed logins, in two budgets of 15 minutes (CONTRACT §11 Credentials, §18 Distributed lockout):
  * - per (lower-cased email, client address), LOGIN_FAILURE_LIMIT: a guesser locks only their own
  *   address out, never the member at theirs;
  * - per email across all addresses, 10 × LOGIN_FAILURE_LIMIT: slows guessing spread over many
- *   addresses; once spent, every address gets 429 for that email.
- * Counted whether or not an account has the email. While either budget is spent the attempt is 429,
- * even with the right password, and counts toward neither; both 429s look the same (one detail, the
- * pair's RateLimit-Limit, Remaining 0, and Reset = Retry-After = when this caller may try again), so a
- * 429 tells neither which budget was spent nor whether the account exists. A success clears the pair
- * and the email's budget.
+ *   addresses; once spent, every address gets 429 for that email, except the addresses the email
+ *   logged in from with its password in the last 30 days ("known"): there only the pair's budget
+ *   applies (and attempts there do not count toward the email's), so an attacker with many
+ *   addresses cannot lock the member out of the places they normally sign in from.
+ * Counted whether or not an account has the email. While a budget that applies is spent the attempt
+ * is 429, even with the right password, and counts toward neither; both 429s look the same (one
+ * detail, the pair's RateLimit-Limit, Remaining 0, and Reset = Retry-After = when this caller may try
+ * again), so a 429 tells neither which budget was spent nor whether the account exists. A password
+ * login clears the pair only (the email's budget runs out with its window) and makes the address
+ * known; other proofs of the password or of the mailbox (`succeeded`) clear both.
+ *
+ * A known address is stored as a flag whose key is an HMAC of the email and the address (keyed with
+ * a key derived from the service's signing key): the store holds no list of a member's addresses,
+ * and a key cannot be tried against guessed addresses without the secret.
  *
  * The attempt is counted atomically *before* the password is checked, and a success takes it back
  * (by clearing the counts). Counting only after a failed check would let parallel guesses all pass
  * the check of the counter while their passwords are being verified.
  */
 export class LoginFailures {
-  constructor (private readonly store: CounterStore, private readonly limit: number) {}
+  readonly #knownKey: Buffer
 
-  /** Counts an attempt for `email` from `address`; 429 when either budget is already spent. */
+  /** `secret`: the service's signing key, from which the known-address key is derived. */
+  constructor (private readonly store: CounterStore, private readonly limit: number, secret: Uint8Array) {
+    this.#knownKey = createHmac('sha256', secret).update('order-service known login address').digest()
+  }
+
+  /**
+   * Counts an attempt for `email` from `address`; 429 when a budget that applies is already spent
+   * (at a known address, the pair's only).
+   */
   async begin (email: string, address: string): Promise<void> {
-    const budgets = this.#budgets(email, address)
+    const [pair, wide] = this.#budgets(email, address)
+    const budgets = await this.store.isMarked(this.#known(email, address)) ? [pair] : [pair, wide]
     const answer = await this.store.take(budgets)
     if (!answer || answer.taken) return
     const retryInMs = Math.max(...answer.counters.filter((counter, i) => counter.count >= budgets[i]!.limit).map(counter => counter.resetInMs))
     throw tooMany(LOGIN_LOCKED, this.limit, { count: this.limit, resetInMs: retryInMs })
   }
 
-  /** The attempt succeeded (or the member proved the address): earlier failures no longer count. */
+  /**
+   * A password login succeeded: the pair's failures no longer count, and the address is known for
+   * the email for 30 days from now. The email's wider budget keeps its failures until its window
+   * ends; only this attempt, counted there by `begin` if the address was not known yet, is taken back.
+   */
+  async loggedIn (email: string, address: string): Promise<void> {
+    const [pair, wide] = this.#budgets(email, address)
+    const known = this.#known(email, address)
+    if (!(await this.store.isMarked(known))) await this.store.giveBack(wide.key)
+    await Promise.all([this.store.reset(pair.key), this.store.mark(known, KNOWN_ADDRESS_MS)])
+  }
+
+  /** The member proved the password or the mailbox otherwise (change, reset): earlier failures no longer count. */
   async succeeded (email: string, address: string): Promise<void> {
     await this.store.reset(...this.#budgets(email, address).map(budget => budget.key))
   }
 
+  #known (email: string, address: string): string {
+    const mac = createHmac('sha256', this.#knownKey).update(JSON.stringify([normalise(email), address])).digest('base64url')
+    return `login-known:${mac}`
+  }
+
   #budgets (email: string, address: string): [Budget, Budget] {
-    const normalised = email.trim().toLowerCase()
+    const normalised = normalise(email)
     return [
       { key: `login-failures:${JSON.stringify([normalised, address])}`, limit: this.limit, windowMs: LOGIN_WINDOW_MS },
       { key: `login-failures:${JSON.stringify([normalised])}`, limit: EMAIL_BUDGET_FACTOR * this.limit, windowMs: LOGIN_WINDOW_MS },
     ]
   }
 }
+
+const normalise = (email: string) => email.trim().toLowerCase()

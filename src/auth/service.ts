@@ -89,7 +89,8 @@ async function loginWithPassword (db: Db, deps: AuthDeps, body: { email: string,
   const member = await findMemberByEmail(db, email)
   const valid = member ? await verifyPassword(member.password_hash, body.password) : await verifyAgainstNothing(body.password)
   if (!member || !valid) throw unauthorized(WRONG_CREDENTIALS, false)
-  await deps.loginFailures.succeeded(email, clientAddress)
+  // Clears the pair's count only, and makes the address known for the email (CONTRACT §18.1).
+  await deps.loginFailures.loggedIn(email, clientAddress)
   assertMayLogIn(member)
   // The password was checked against the row read before hashing. The session opens in a transaction
   // that reads the member again under a share lock: a suspension, role change or new password that

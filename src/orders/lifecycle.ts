@@ -5,7 +5,8 @@ import type { Announcement } from '../events/outbox.js'
 import type { EventType } from '../events/schemas.js'
 import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
-import { lockPayment } from '../payments/repository.js'
+import { lockPayment, updatePayment } from '../payments/repository.js'
+import { isCaptured } from '../payments/schemas.js'
 import { openPayment, settlePayment } from '../payments/service.js'
 import { lockLapsedReservation, lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
@@ -90,7 +91,7 @@ export async function changeOrder (
     if (verb === 'confirm' && reservationLapsed(order)) {
       // The sweep has not got to it yet: the order expires now, and the confirm is refused after commit.
       happened.lapsedAt = order.reserved_until
-      return expire(trx, order)
+      return (await expire(trx, order))!
     }
 
     const shippingAddress = request.shippingAddress === undefined ? order.shipping_address : request.shippingAddress
@@ -145,23 +146,38 @@ const reservationLapsed = (order: OrderWithItems) =>
   holdsUnconfirmedReservation(order.status) && order.reserved_until !== null && order.reserved_until.getTime() <= Date.now()
 
 /**
- * Expires a locked, unconfirmed order whose reservation ran out (CONTRACT §11): its stock goes back
- * and it is CANCELLED by the service itself (history action `expire`, no actor). Such an order has
- * no payment yet: a payment is opened by the confirm.
+ * Expires a locked order whose reservation ran out before any money was captured (CONTRACT §11,
+ * §18): its payment, if the order was confirmed, is CANCELLED (`payment.cancelled`), its stock goes
+ * back and it is CANCELLED by the service itself (history action `expire`, no actor,
+ * `order.expired`). A payment found captured under its lock leaves the order alone (`undefined`):
+ * a capture takes the order's lock first and clears the deadline, so the sweep never finds one.
  */
-async function expire (trx: Tx, order: OrderWithItems): Promise<OrderWithItems> {
+async function expire (trx: Tx, order: OrderWithItems): Promise<OrderWithItems | undefined> {
+  const events: Announcement[] = []
+  let paymentStatus = order.payment_status
+  if (order.payment_id !== null) {
+    const payment = (await lockPayment(trx, order.payment_id))!
+    if (isCaptured(payment.status) || payment.status === 'REFUNDED') return undefined
+    if (payment.status === 'PENDING' || payment.status === 'FAILED') {
+      paymentStatus = (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status
+      events.push({ type: 'payment.cancelled' })
+    }
+  }
   await releaseStock(trx, order.id)
+  events.push({ type: 'order.expired' })
   const row = await updateOrder(trx, order, {
     status: 'CANCELLED', memo: order.memo, shippingAddress: order.shipping_address, paymentId: order.payment_id,
-  }, { action: 'expire', actor: null }, [{ type: 'order.expired' }])
-  return { ...row, items: order.items, payment_status: order.payment_status }
+  }, { action: 'expire', actor: null }, events)
+  return { ...row, items: order.items, payment_status: paymentStatus }
 }
 
 /**
- * Expires every order whose reservation has run out, one transaction each, at most `limit` per
- * call; returns how many. Any number of instances may sweep at once: each order is locked with
- * SKIP LOCKED and re-checked under its lock, so it is expired exactly once, and a confirm that
- * commits first wins.
+ * Expires every order whose reservation has run out before a payment was captured, one transaction
+ * each, at most `limit` per call; returns how many. Any number of instances may sweep at once: each
+ * order is locked with SKIP LOCKED and re-checked under its lock, so it is expired exactly once. A
+ * capture that commits first wins (it clears the deadline); a confirm does not stop the clock, but
+ * a confirm that commits first is what the sweep then finds: a CONFIRMED order, whose payment it
+ * cancels.
  */
 export async function expireLapsedReservations (db: Db, limit = 500): Promise<number> {
   let expired = 0
@@ -169,10 +185,14 @@ export async function expireLapsedReservations (db: Db, limit = 500): Promise<nu
     const done = await db.transaction().execute(async (trx) => {
       const order = await lockLapsedReservation(trx)
       if (!order) return false
-      await expire(trx, order)
-      return true
+      // A capture clears the deadline, so an order found is never captured; if one were, it is
+      // left alone and its deadline cleared, so the sweep does not find it again.
+      if (await expire(trx, order)) return true
+      await trx.updateTable('orders').set({ reserved_until: null }).where('id', '=', order.id).execute()
+      return 'kept'
     })
     if (!done) break
+    if (done === 'kept') continue
     expired++
     ordersExpired.inc()
   }

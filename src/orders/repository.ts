@@ -55,13 +55,14 @@ export function findOrder (db: Db, id: string | number): Promise<OrderWithItems 
 }
 
 /**
- * Locks one order whose reservation has run out while it is still unconfirmed, skipping orders
- * another transaction holds: each instance's sweep takes a different one, and an order confirmed
- * or cancelled meanwhile no longer matches when its lock is granted.
+ * Locks one order whose reservation has run out while it still holds stock with nothing captured
+ * (a capture clears `reserved_until`), skipping orders another transaction holds: each instance's
+ * sweep takes a different one, and an order captured or cancelled meanwhile no longer matches when
+ * its lock is granted.
  */
 export function lockLapsedReservation (trx: Tx): Promise<OrderWithItems | undefined> {
   return selectOrders(trx)
-    .where('status', 'in', ['PLACED', 'PENDING']).where('reserved_until', '<=', sql<Date>`now()`)
+    .where('status', 'in', ['PLACED', 'PENDING', 'CONFIRMED']).where('reserved_until', '<=', sql<Date>`now()`)
     .orderBy('reserved_until').limit(1)
     .forUpdate('orders').skipLocked()
     .executeTakeFirst()
@@ -81,8 +82,13 @@ export interface OrderToPlace {
   shippingAddress: string | null
   memo: string | null
   actor: { id: number, role: Role }
-  /** How long the stock stays reserved without a confirm; 0 = for ever. */
+  /** How long the stock stays reserved until a payment is captured; 0 = for ever. */
   reservationMs: number
+  /**
+   * The most orders holding stock with nothing captured the customer may have (CONTRACT §18); 0 = not
+   * limited (no limit set, or an admin placing the order).
+   */
+  unpaidLimit: number
   /** The answer's `allowedActions`: the caller's, on an order just PLACED. */
   allowedActions: readonly string[]
   /** The answer's status, and its `Location`, in which `{id}` stands for the new order's id. */
@@ -100,6 +106,13 @@ export interface PlaceOrderResult {
   /** When the checks did not pass, the facts the refusal is made of. */
   customer_known: boolean | null
   total_fits: boolean | null
+  /**
+   * The unpaid-order limit's facts, when it applies and refused (else null): whether the count is
+   * current (false: a concurrent create of the member committed after the statement's snapshot, so
+   * nothing was written and the statement must run again), and how many orders it counted.
+   */
+  limit_fresh: boolean | null
+  unpaid_held: number | null
   /** Per item, in the order submitted: its product's status and stock (null: no such product). */
   products: Array<{ status: string | null, stock: number | null }> | null
 }
@@ -116,12 +129,18 @@ const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time z
  * Places an order in one statement (its own transaction, under autocommit), idempotency key
  * included (`KeyClaim`, src/idempotency/repository.ts). In the order PostgreSQL runs the CTEs:
  * 1. `key_stored`: a key already taken ends it here: nothing is checked, locked or written;
- * 2. `locked`: the products, locked in id order (concurrent creates never deadlock). A row another
+ * 2. `member_gate`, `unpaid`: when the unpaid-order limit applies, the member's row is locked (before
+ *    any product: creates of one member run one at a time) and the member's orders that hold stock
+ *    with nothing captured are counted. The count reads the statement's snapshot, which may predate
+ *    a concurrent create that committed while the lock was waited for: each such create bumps the
+ *    row's `unpaid_check`, so a locked value that differs from the snapshot's marks the count stale
+ *    (the caller runs the statement again; nothing is written);
+ *    `locked`: the products, locked in id order (concurrent creates never deadlock). A row another
  *    transaction holds is waited for, and read as that transaction committed it: the checks below
  *    see the stock every earlier create left, not the statement's snapshot;
  * 3. `checked`, `verdict`: the checks in the contract's order (§10): the customer exists (an admin
  *    ordering for another member), every product is ACTIVE, its stock covers the quantity, the
- *    total is a safe integer. Prices are snapshotted here;
+ *    total is a safe integer, then the unpaid-order limit. Prices are snapshotted here;
  * 4. `new_order`, `answer`: only when every check passed, the order's id (from its sequence) and
  *    time, and the answer built from them: the order's detail as `toOrderDetail` shows it
  *    (src/orders/mapper.ts), version 1, the caller's `allowedActions`;
@@ -129,7 +148,8 @@ const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time z
  *    same key to end), or, without a key, passes;
  * 6. only if the key was claimed: the order, the stock taken off its products (no overselling: the
  *    rows are locked and were checked as they are now), the items, the first history entry, the
- *    `order.placed` event and its webhook deliveries (src/events/outbox.ts).
+ *    `order.placed` event and its webhook deliveries (src/events/outbox.ts), and the member's
+ *    `unpaid_check` bumped when the limit applies.
  * Returns what the caller needs to answer, replay or refuse.
  */
 export async function placeOrderInOneStatement (db: Db, claim: KeyClaim | null, order: OrderToPlace): Promise<PlaceOrderResult> {
@@ -145,6 +165,7 @@ export async function placeOrderInOneStatement (db: Db, claim: KeyClaim | null, 
     actorId: order.actor.id,
     actorRole: order.actor.role,
     reservationMs: order.reservationMs,
+    unpaidLimit: order.unpaidLimit,
     allowedActions: JSON.stringify(order.allowedActions),
     answerStatus: order.answerAs.status,
     location: order.answerAs.location,
@@ -172,6 +193,7 @@ interface PlaceOrderValues extends Record<string, unknown> {
   actorId: number
   actorRole: string
   reservationMs: number
+  unpaidLimit: number
   /** The answer's `allowedActions`, as JSON. */
   allowedActions: string
   answerStatus: number
@@ -195,9 +217,22 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
       select (t.ord - 1)::smallint as position, t.product_id, t.quantity
       from unnest(${v.productIds}::bigint[], ${v.quantities}::integer[]) with ordinality as t (product_id, quantity, ord)
     ),
+    member_gate as materialized (
+      select m.unpaid_check from members m
+      where m.id = ${v.customerId}::bigint and ${v.unpaidLimit}::integer > 0 and not exists (select from key_stored)
+      for update
+    ),
+    unpaid as materialized (
+      select g.unpaid_check = (select m.unpaid_check from members m where m.id = ${v.customerId}::bigint) as fresh,
+        (select count(*) from orders o left join payments p on p.id = o.payment_id
+          where o.customer_id = ${v.customerId}::bigint and o.status in ('PLACED', 'PENDING', 'CONFIRMED')
+            and (p.status is null or p.status in ('PENDING', 'FAILED', 'CANCELLED')))::integer as held
+      from member_gate g
+    ),
     locked as materialized (
       select p.id, p.name, p.price, p.stock_quantity, p.status from products p
       where p.id = any (${v.productIds}::bigint[]) and not exists (select from key_stored)
+        and (select count(*) from member_gate) >= 0 -- the member's lock first, then the products'
       order by p.id
       for update
     ),
@@ -212,14 +247,17 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
         bool_and(coalesce(c.status = 'ACTIVE', false)) as all_active,
         bool_and(coalesce(c.stock_quantity >= c.quantity, false)) as in_stock,
         sum(c.line_total) <= ${sql.lit(Number.MAX_SAFE_INTEGER)} as total_fits,
-        sum(c.line_total) as total_amount
+        sum(c.line_total) as total_amount,
+        (select u.fresh from unpaid u) as limit_fresh,
+        (select u.held from unpaid u) as unpaid_held,
+        coalesce((select u.fresh and u.held < ${v.unpaidLimit}::integer from unpaid u), true) as within_limit
       from checked c
       where not exists (select from key_stored)
       having count(*) > 0
     ),
     new_order as materialized (
       select nextval(pg_get_serial_sequence('orders', 'id')) as id, now()::timestamptz(3) as at, total_amount::bigint as total_amount
-      from verdict where customer_known and all_active and in_stock and total_fits
+      from verdict where customer_known and all_active and in_stock and total_fits and within_limit
     ),
     answer as materialized (
       select ${v.answerStatus}::integer as status,
@@ -257,6 +295,10 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
       select o.id, null, 'PLACED', 'create', ${v.actorId}::bigint, ${v.actorRole}::text from o
     ),
+    gate_bump as (
+      update members m set unpaid_check = m.unpaid_check + 1
+      where m.id = ${v.customerId}::bigint and ${v.unpaidLimit}::integer > 0 and exists (select from o)
+    ),
     ${outboxWrites([{ type: 'order.placed' }], checkedItems)}
     select
       (select to_jsonb(k) from key_stored k) as stored,
@@ -264,6 +306,8 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
       (select jsonb_build_object('status', a.status, 'body', a.body, 'location', a.location) from answer a where exists (select from o)) as answer,
       (select customer_known from verdict where not exists (select from new_order)) as customer_known,
       (select total_fits from verdict where not exists (select from new_order)) as total_fits,
+      (select limit_fresh from verdict where not exists (select from new_order)) as limit_fresh,
+      (select unpaid_held from verdict where not exists (select from new_order)) as unpaid_held,
       (select jsonb_agg(jsonb_build_object('status', c.status, 'stock', c.stock_quantity) order by c.position)
         from checked c where exists (select from verdict) and not exists (select from new_order)) as products`
 }

@@ -26,12 +26,12 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPr
   const tags = ['orders']
 
   app.post('/api/v1/orders', {
-    config: { access: 'member', errors: ['ACCESS_DENIED', 'INSUFFICIENT_STOCK'], sends: ['Location', 'ETag'] },
+    config: { access: 'member', errors: ['ACCESS_DENIED', 'INSUFFICIENT_STOCK', 'UNPAID_ORDER_LIMIT_REACHED'], sends: ['Location', 'ETag'] },
     schema: {
       tags,
       operationId: 'placeOrder',
       summary: 'Place an order',
-      description: 'Reserves stock for every item or none. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.',
+      description: 'Reserves stock for every item or none, until the order\'s payment is captured or `ORDER_RESERVATION_TTL` runs out. A member ordering for itself that already holds `MAX_UNPAID_ORDERS` orders with stock and nothing captured gets 409 `UNPAID_ORDER_LIMIT_REACHED` (admins are exempt). With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`.',
       headers: IdempotencyHeaders,
       body: CreateOrderBody,
       response: { 200: Envelope(OrderDetail), 201: Envelope(OrderDetail) },

@@ -41,16 +41,45 @@ export function assertOrderRequest (principal: Principal, body: CreateOrderBody)
 /**
  * Places an order (CONTRACT §3) in one statement, the idempotency key's claim (`claim`) and the
  * stored answer included, after `assertOrderRequest`: checks the customer exists (400), every product
- * is active (400) and in stock (409), then reserves the stock until the reservation TTL runs out
- * (CONTRACT §11), inserts the order and records its history and its event. The answer is the order
- * as created, with the status and `Location` (`{id}`: the order's id) the route chooses. Run it
- * through `answerOnceInOneStatement`, which replays a taken key.
+ * is active (400) and in stock (409), and that a member ordering for itself holds fewer than
+ * `MAX_UNPAID_ORDERS` orders with stock and nothing captured (409, CONTRACT §18; admins are exempt),
+ * then reserves the stock until the reservation TTL runs out (CONTRACT §11), inserts the order and
+ * records its history and its event. The answer is the order as created, with the status and
+ * `Location` (`{id}`: the order's id) the route chooses. Run it through `answerOnceInOneStatement`,
+ * which replays a taken key.
  */
 export async function placeOrder (
-  db: Db, claim: KeyClaim | null, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal,
-  body: CreateOrderBody, answerAs: { status: number, location: string }
+  db: Db, claim: KeyClaim | null, config: Pick<Config, 'currency' | 'orderReservationTtlMs' | 'maxUnpaidOrders'>,
+  principal: Principal, body: CreateOrderBody, answerAs: { status: number, location: string }
 ): Promise<StatementOutcome<OrderDetail>> {
-  const result = await placeOrderInOneStatement(db, claim, {
+  const unpaidLimit = body.customerId === principal.memberId && !isAdmin(principal) ? config.maxUnpaidOrders : 0
+  let result: PlaceOrderResult
+  let attempts = 0
+  do {
+    if (++attempts > MAX_ATTEMPTS) {
+      throw new ApiError('SERVICE_UNAVAILABLE', 'Too many orders are being placed for this member at once; nothing was placed. Try again.', {
+        headers: { 'Retry-After': '1' },
+      })
+    }
+    result = await placeOrderOnce(db, claim, config, principal, body, answerAs, unpaidLimit)
+    // A stale count wrote nothing: a concurrent create of the member committed after this statement's
+    // snapshot was taken. The next run's snapshot includes it.
+  } while (result.limit_fresh === false)
+  if (result.stored) return { keyTaken: result.stored }
+  if (result.answer) return { answered: result.answer }
+  // The checks passed, but a concurrent request claimed the key first: nothing was written.
+  if (result.checks_passed) return { keyTaken: undefined }
+  return { refused: refusalOf(body, result, unpaidLimit) }
+}
+
+/** How many times a create runs again after finding its unpaid-order count stale (each time, another create committed). */
+const MAX_ATTEMPTS = 10
+
+function placeOrderOnce (
+  db: Db, claim: KeyClaim | null, config: Pick<Config, 'currency' | 'orderReservationTtlMs'>, principal: Principal,
+  body: CreateOrderBody, answerAs: { status: number, location: string }, unpaidLimit: number
+): Promise<PlaceOrderResult> {
+  return placeOrderInOneStatement(db, claim, {
     customerId: body.customerId,
     checkCustomer: body.customerId !== principal.memberId,
     items: body.items,
@@ -59,18 +88,14 @@ export async function placeOrder (
     memo: body.memo ?? null,
     actor: { id: principal.memberId, role: principal.role },
     reservationMs: config.orderReservationTtlMs,
+    unpaidLimit,
     allowedActions: allowedActions({ customer_id: body.customerId, status: 'PLACED', payment_status: null }, principal),
     answerAs,
   })
-  if (result.stored) return { keyTaken: result.stored }
-  if (result.answer) return { answered: result.answer }
-  // The checks passed, but a concurrent request claimed the key first: nothing was written.
-  if (result.checks_passed) return { keyTaken: undefined }
-  return { refused: refusalOf(body, result) }
 }
 
 /** Why the create's statement refused: the first check that failed, in the contract's order (§10). */
-function refusalOf (body: CreateOrderBody, result: PlaceOrderResult): ApiError {
+function refusalOf (body: CreateOrderBody, result: PlaceOrderResult, unpaidLimit: number): ApiError {
   if (!result.customer_known) return invalidParam('customerId', 'is not a registered member')
   const products = result.products!
   const inactive: InvalidParam[] = []
@@ -86,6 +111,10 @@ function refusalOf (body: CreateOrderBody, result: PlaceOrderResult): ApiError {
   })
   if (short.length > 0) return new ApiError('INSUFFICIENT_STOCK', `Not enough stock, nothing was reserved (${short.join('; ')}).`)
   if (!result.total_fits) return invalidParam('items', 'the order total is too large')
+  if (result.unpaid_held !== null && result.unpaid_held >= unpaidLimit) {
+    return new ApiError('UNPAID_ORDER_LIMIT_REACHED',
+      `A member may hold at most ${unpaidLimit} orders that reserve stock without a captured payment, and ${result.unpaid_held} are open; pay for or cancel one of them first. Nothing was placed.`)
+  }
   throw new Error('the create refused an order that passes every check')
 }
 

@@ -20,11 +20,17 @@ export async function lockOrderOfPayment (trx: Tx, id: string | number): Promise
 
 /**
  * Announces a change of the payment alone (processed, declined, refunded): its order keeps its
- * version, and the event takes the order's next sequence number under the order's row lock.
+ * version, and the event takes the order's next sequence number under the order's row lock. A
+ * capture (`captured`) also ends the order's reservation deadline (CONTRACT §18): from then on the
+ * order keeps its stock.
  */
-export async function announcePaymentChange (trx: Tx, orderId: number, event: Announcement): Promise<void> {
+export async function announcePaymentChange (trx: Tx, orderId: number, event: Announcement, captured = false): Promise<void> {
   await sql`
-    with o as (update orders set event_sequence = event_sequence + 1 where id = ${orderId} returning *),
+    with o as (
+      update orders set event_sequence = event_sequence + 1,
+        reserved_until = case when ${captured}::boolean then null else reserved_until end
+      where id = ${orderId} returning *
+    ),
     ${outboxWrites([event])}
     select 1`.execute(trx)
 }

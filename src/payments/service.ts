@@ -162,7 +162,7 @@ export async function processPayment (
     provider_reference: charge.reference,
     failure_reason: null,
   })
-  await announcePaymentChange(trx, payment.order_id, { type: 'payment.succeeded' })
+  await announcePaymentChange(trx, payment.order_id, { type: 'payment.succeeded' }, true)
   return { payment: completed, declined: false }
 }
 

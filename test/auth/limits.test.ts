@@ -5,6 +5,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
 import { ADMIN, assertError, BACKENDS, createTestDatabase, describeEachBackend, errorBody, testConfig } from '../helper.js'
+import { insertLoginCode } from '../../src/auth/oidc-repository.js'
+import { randomToken, tokenHash } from '../../src/members/secrets.js'
 
 const LOGIN = '/api/v1/auth/login'
 const ADDRESS_LIMITED = 'Too many requests from this address; retry after the time in Retry-After.'
@@ -38,10 +40,10 @@ function assertAddressLimited (res: LightMyRequestResponse, instance: string, li
  * A login-failure 429, whichever budget was spent: the same detail, and the RateLimit figures of the
  * pair's budget (LOGIN_FAILURE_LIMIT, 3 in these suites) with nothing remaining; Reset = Retry-After.
  */
-function assertEmailLocked (res: LightMyRequestResponse, instance = LOGIN): void {
+function assertEmailLocked (res: LightMyRequestResponse, instance = LOGIN, limit = 3): void {
   assertError(res, { code: 'TOO_MANY_REQUESTS', instance, detail: EMAIL_LOCKED })
   const retryAfter = assertSeconds(res.headers['retry-after'], 900, 'Retry-After')
-  assert.equal(res.headers['ratelimit-limit'], '3')
+  assert.equal(res.headers['ratelimit-limit'], String(limit))
   assert.equal(res.headers['ratelimit-remaining'], '0')
   assert.equal(res.headers['ratelimit-reset'], String(retryAfter))
 }
@@ -229,15 +231,24 @@ describeEachBackend('LOGIN_FAILURE_LIMIT per (email, client address), and 10 × 
     assertEmailLocked(await login(member.email, 'wrong password', address()))
   })
 
-  it('resets the pair’s count and the email’s wider budget on a successful login', async () => {
+  it('resets only the pair’s count on a successful login: the email’s wider budget runs out with its window (§18.1)', async () => {
     const member = await ctx.api.member()
     const home = address()
-    for (let i = 0; i < 2; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
-    await failFromManyAddresses(member.email, 27) // 29 of 30 spent
     assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    for (let i = 0; i < 2; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    await failFromManyAddresses(member.email, 30) // the wider budget spent
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    // The pair starts again from 0 (home is known, so only its own budget applies there) ...
     for (let i = 0; i < 3; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
-    assertEmailLocked(await login(member.email, 'wrong password', home))
-    await failFromManyAddresses(member.email, 27) // 3 + 27: the wider budget starts again from 0
+    assertEmailLocked(await login(member.email, 'correct horse', home))
+    // ... while every other address finds the email's budget still spent.
+    assertEmailLocked(await login(member.email, 'correct horse', address()))
+  })
+
+  it('does not count a successful login toward the email’s wider budget', async () => {
+    const member = await ctx.api.member()
+    for (let i = 0; i < 5; i++) assert.equal((await login(member.email, 'correct horse', address())).statusCode, 201)
+    await failFromManyAddresses(member.email, 30) // all 30 failures fit: the 6 logins took nothing
     assertEmailLocked(await login(member.email, 'correct horse', address()))
   })
 
@@ -258,6 +269,92 @@ describeEachBackend('LOGIN_FAILURE_LIMIT per (email, client address), and 10 × 
     assert.deepEqual(answers.map(res => res.statusCode).sort(), [...Array(30).fill(401), ...Array(10).fill(429)])
   })
 }, { env: { LOGIN_FAILURE_LIMIT: '3' } })
+
+/**
+ * CONTRACT §18 "Distributed lockout": ten addresses × LOGIN_FAILURE_LIMIT (5) wrong passwords spend
+ * the email's wider budget (50), but not at the addresses the member logged in from with its password.
+ * The addresses come through a trusted proxy (X-Forwarded-For), as they would in production.
+ */
+describeEachBackend('LOGIN_FAILURE_LIMIT at addresses the member logged in from before (TRUST_PROXY 1)', (ctx) => {
+  const proxy = address()
+  const login = (email: string, password: string, client: string) =>
+    ctx.api.inject({ ...loginRequest(email, password, proxy), headers: { 'x-forwarded-for': client } })
+  /** `failures` wrong passwords, five from each fresh address (by default ten addresses: the email's budget spent). */
+  async function attack (email: string, failures = 50): Promise<void> {
+    for (let done = 0; done < failures;) {
+      const from = address()
+      for (let i = 0; i < 5 && done < failures; i++, done++) assertError(await login(email, 'wrong password', from), WRONG)
+    }
+    assertEmailLocked(await login(email, 'wrong password', address()), LOGIN, 5)
+  }
+
+  it('lets the member in from an address it logged in from before, after ten addresses × five wrong passwords; a new address still gets 429', async () => {
+    const member = await ctx.api.member()
+    const home = address()
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    await attack(member.email)
+
+    const atHome = await login(member.email, 'correct horse', home)
+    assert.equal(atHome.statusCode, 201, atHome.body)
+    assert.deepEqual(Object.keys(atHome.json().data).sort(), ['accessToken', 'expiresIn', 'refreshExpiresIn', 'refreshToken', 'tokenType'])
+    // A new address, with the right password or the wrong one, and whatever the case of the email: the same 429 as before.
+    assertEmailLocked(await login(member.email, 'correct horse', address()), LOGIN, 5)
+    assertEmailLocked(await login(member.email.toUpperCase(), 'wrong password', address()), LOGIN, 5)
+  })
+
+  it('knows an address per email: another member’s login there does not let this one in', async () => {
+    const member = await ctx.api.member()
+    const other = await ctx.api.member('other')
+    const shared = address()
+    assert.equal((await login(other.email, 'correct horse', shared)).statusCode, 201)
+    await attack(member.email)
+    assertEmailLocked(await login(member.email, 'correct horse', shared), LOGIN, 5)
+  })
+
+  it('does not make an address known by a failed login, nor by a login refused with 429', async () => {
+    const member = await ctx.api.member()
+    const tried = address()
+    assertError(await login(member.email, 'wrong password', tried), WRONG)
+    await attack(member.email, 49) // 1 + 49: the email's budget spent, the pair at `tried` not
+    assertEmailLocked(await login(member.email, 'correct horse', tried), LOGIN, 5)
+    assertEmailLocked(await login(member.email, 'correct horse', tried), LOGIN, 5)
+  })
+
+  it('does not make an address known by an OpenID sign-in (its login code traded there)', async () => {
+    const member = await ctx.api.member()
+    const signedIn = address()
+    // The code an OpenID sign-in's redirect carries (the sign-in itself: oidc.test.ts).
+    const loginCode = randomToken()
+    await insertLoginCode(ctx.api.app.db, { hash: tokenHash(loginCode), memberId: member.id, ttlMs: 60_000 })
+    const traded = await ctx.api.inject({ ...loginRequest('', '', proxy), payload: { loginCode }, headers: { 'x-forwarded-for': signedIn } })
+    assert.equal(traded.statusCode, 201, traded.body)
+    await attack(member.email)
+    assertEmailLocked(await login(member.email, 'correct horse', signedIn), LOGIN, 5)
+  })
+
+  it('still locks a known address after LOGIN_FAILURE_LIMIT wrong passwords from it', async () => {
+    const member = await ctx.api.member()
+    const home = address()
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    await attack(member.email)
+    for (let i = 0; i < 5; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse', home), LOGIN, 5)
+    const elsewhere = address()
+    assert.equal((await login((await ctx.api.member('fresh')).email, 'correct horse', elsewhere)).statusCode, 201, 'other emails are unaffected')
+  })
+
+  it('resets only the pair on a successful login: the known address starts again, the email’s budget stays spent elsewhere', async () => {
+    const member = await ctx.api.member()
+    const home = address()
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201)
+    for (let i = 0; i < 4; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    await attack(member.email)
+    assert.equal((await login(member.email, 'correct horse', home)).statusCode, 201) // the pair was at 4 of 5
+    for (let i = 0; i < 5; i++) assertError(await login(member.email, 'wrong password', home), WRONG)
+    assertEmailLocked(await login(member.email, 'correct horse', home), LOGIN, 5)
+    assertEmailLocked(await login(member.email, 'correct horse', address()), LOGIN, 5)
+  })
+}, { env: { TRUST_PROXY: '1' } })
 
 const REDIS_URL = process.env.TEST_REDIS_URL
 const backend = BACKENDS[0]!
@@ -304,17 +401,47 @@ describe(`limits shared through Redis by two instances [${backend}]`, REDIS_URL 
     assertEmailLocked(await b.inject(loginRequest(email, 'correct horse')))
   })
 
-  it('clears the pair and the wider budget for both instances on a successful login', async () => {
+  it('clears only the pair for both instances on a successful login; the email’s budget stays spent elsewhere', async () => {
     const email = unique('redis-reset')
     await register(email)
     const home = address()
     for (let i = 0; i < 2; i++) assertError(await a.inject(loginRequest(email, 'wrong password', home)), WRONG)
     for (let i = 0; i < 27; i++) assertError(await b.inject(loginRequest(email, 'wrong password')), WRONG)
     assert.equal((await b.inject(loginRequest(email, 'correct horse', home))).statusCode, 201)
-    // Uncleared, the second of these would be 429 (the pair at 3, the email at 30).
-    for (let i = 0; i < 2; i++) assertError(await a.inject(loginRequest(email, 'wrong password', home)), WRONG)
-    for (let i = 0; i < 28; i++) assertError(await b.inject(loginRequest(email, 'wrong password')), WRONG)
+    assertError(await a.inject(loginRequest(email, 'wrong password')), WRONG) // 2 + 27 + 1: the wider budget spent
     assertEmailLocked(await a.inject(loginRequest(email, 'correct horse')))
+    // Uncleared, the second of these would be 429 (the pair at 3); home is known, so the spent email budget does not apply.
+    for (let i = 0; i < 2; i++) assertError(await a.inject(loginRequest(email, 'wrong password', home)), WRONG)
+  })
+
+  it('knows an address on instance B that the member logged in from on instance A, after the email’s budget is spent', async () => {
+    const email = unique('redis-known')
+    await register(email)
+    const home = address()
+    assert.equal((await a.inject(loginRequest(email, 'correct horse', home))).statusCode, 201)
+    for (let n = 0; n < 10; n++) {
+      const from = address()
+      for (let i = 0; i < 3; i++) assertError(await (n % 2 ? a : b).inject(loginRequest(email, 'wrong password', from)), WRONG)
+    }
+    const atHome = await b.inject(loginRequest(email, 'correct horse', home))
+    assert.equal(atHome.statusCode, 201, atHome.body)
+    assertEmailLocked(await a.inject(loginRequest(email, 'correct horse')))
+    assertEmailLocked(await b.inject(loginRequest(email, 'correct horse')))
+    // The flag is an HMAC of the email and the address, with a 30-day lifetime: no address in Redis.
+    const { Redis } = await import('ioredis')
+    const redis = new Redis(REDIS_URL!)
+    try {
+      const keys = await redis.keys('order-service:login-known:*')
+      for (const key of keys) {
+        assert.match(key, /^order-service:login-known:[A-Za-z0-9_-]{43}$/)
+        assert.ok(!key.includes(home) && !key.includes(email))
+      }
+      // This run's flags have just been set (other runs may share the Redis): at least one lives 30 days from now.
+      const ttls = await Promise.all(keys.map(key => redis.pttl(key)))
+      assert.ok(ttls.some(ttl => ttl > 30 * 86_400_000 - 120_000 && ttl <= 30 * 86_400_000), `ttls ${ttls.join(', ')}`)
+    } finally {
+      redis.disconnect()
+    }
   })
 
   it('counts requests from one address spread over A and B against one AUTH_RATE_LIMIT', async () => {

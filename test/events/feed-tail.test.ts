@@ -19,7 +19,7 @@ describe('the event feed followed while transactions commit out of order', {
 
   before(async () => {
     database = await createTestDatabase('postgres')
-    api = new Api(await buildApp(testConfig(), { logger: false, database }))
+    api = new Api(await buildApp(testConfig({ MAX_UNPAID_ORDERS: '0' }), { logger: false, database }))
     await resetDatabase(api.app)
     admin = await api.admin()
   })

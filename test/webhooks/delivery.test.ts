@@ -276,4 +276,4 @@ describeEachBackend('webhook delivery', (ctx) => {
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.deepEqual(receiver.received.map(r => r.event.type), ['order.confirmed'])
   })
-}, { env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT: '30s', WEBHOOK_RETRY_SCHEDULE: SCHEDULE.map(ms => `${ms}ms`).join(',') } })
+}, { env: { MAX_UNPAID_ORDERS: '0', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_TIMEOUT: '30s', WEBHOOK_RETRY_SCHEDULE: SCHEDULE.map(ms => `${ms}ms`).join(',') } }) // no unpaid-order limit: one member places many orders
