@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { SMTPServer } from 'smtp-server'
+import { STUCK_AFTER_MS } from './helper.js'
 
 export interface ReceivedMail {
   to: string[]
@@ -56,16 +57,16 @@ export class MailSink {
     return this.#mails.filter(mail => mail.to.includes(to))
   }
 
-  /** Waits (up to 5 s) for the first mail to `to` matching `pattern` that no earlier call returned. */
+  /** Waits (until stuck: STUCK_AFTER_MS) for the first mail to `to` matching `pattern` that no earlier call returned. */
   async next (to: string, pattern: RegExp): Promise<ReceivedMail> {
-    const deadline = Date.now() + 5000
+    const deadline = Date.now() + STUCK_AFTER_MS
     for (;;) {
       const mail = this.received(to).find(m => !this.#taken.has(m) && pattern.test(m.raw))
       if (mail) {
         this.#taken.add(mail)
         return mail
       }
-      if (Date.now() > deadline) throw new Error(`no mail to ${to} matching ${pattern}`)
+      if (Date.now() > deadline) throw new Error(`still no mail to ${to} matching ${pattern} after ${STUCK_AFTER_MS / 60_000} min`)
       await new Promise<void>(resolve => {
         this.#waiters.push(resolve)
         setTimeout(resolve, 100)

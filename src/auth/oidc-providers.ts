@@ -27,6 +27,10 @@ export interface OidcOptions {
   jwksCooldownMs?: number
   /** How long a request to a provider may take (default 10 s). */
   timeoutMs?: number
+  /** How long a provider that answered is taken to be up before a sign-in asks again (default 5 s; tests set 0). */
+  reachableForMs?: number
+  /** How long the check before a sign-in waits for the provider's answer (default 3 s). */
+  reachCheckTimeoutMs?: number
 }
 
 export interface VerifiedIdentity {
@@ -67,9 +71,13 @@ interface Registration {
   /** The discovered configuration; undefined until discovery succeeds (tried again on each use until then). */
   discovered: Promise<OpenIdClient.Configuration> | undefined
   keys: ReturnType<typeof createRemoteJWKSet> | undefined
-  /** What the last discovery did, for admin health: UNKNOWN until one has finished. */
+  /** What the last discovery or reachability check found, for admin health: UNKNOWN until one has finished. */
   reachable: 'UP' | 'DOWN' | 'UNKNOWN'
   lastError: string | undefined
+  /** When the provider last answered (performance.now()); -Infinity before it has. */
+  answeredAt: number
+  /** The reachability check under way, shared by the sign-ins that start meanwhile. */
+  checking: Promise<void> | undefined
 }
 
 /**
@@ -90,6 +98,8 @@ export class OidcProviders {
         keys: undefined,
         reachable: 'UNKNOWN',
         lastError: undefined,
+        answeredAt: -Infinity,
+        checking: undefined,
       })
     }
   }
@@ -104,7 +114,8 @@ export class OidcProviders {
 
   /**
    * Each provider as admin health shows it (CONTRACT §14: a component, never the instance's status):
-   * UP once discovered, DOWN while its discovery fails (tried again on the next sign-in), UNKNOWN before.
+   * UP once discovered and while it answers, DOWN while its discovery, the check before a sign-in or
+   * the code exchange cannot reach it (tried again on the next sign-in), UNKNOWN before.
    */
   health (): { status: 'UP' | 'DOWN' | 'UNKNOWN', components: Record<string, { status: string, details: Record<string, string> }> } {
     const components: Record<string, { status: string, details: Record<string, string> }> = {}
@@ -147,13 +158,11 @@ export class OidcProviders {
         timeoutDuration: this.options.timeoutMs ?? 10_000,
       })
       this.log.info({ provider: id, issuer }, 'OpenID provider discovered')
-      registration.reachable = 'UP'
-      registration.lastError = undefined
+      this.answered(registration)
       return configuration
     }, (error: unknown) => {
       registration.discovered = undefined
-      registration.reachable = 'DOWN'
-      registration.lastError = error instanceof Error ? error.message : String(error)
+      this.unanswered(registration, error)
       this.log.warn({ provider: id, issuer, reason: error instanceof Error ? error.message : String(error) }, 'OpenID provider discovery failed; trying again on the next sign-in')
       throw new ProviderUnavailable(id, { cause: error })
     })
@@ -161,9 +170,56 @@ export class OidcProviders {
     return discovered
   }
 
-  /** The provider's authorization URL for a new flow (PKCE S256, state, nonce, scope `openid email profile`). */
+  private answered (registration: Registration): void {
+    registration.answeredAt = performance.now()
+    registration.reachable = 'UP'
+    registration.lastError = undefined
+  }
+
+  private unanswered (registration: Registration, error: unknown): void {
+    registration.answeredAt = -Infinity
+    registration.reachable = 'DOWN'
+    registration.lastError = error instanceof Error ? error.message : String(error)
+  }
+
+  /**
+   * Checks that the provider answers before a browser is sent to it (CONTRACT §13: a provider that
+   * cannot be reached → 503 with Retry-After). Discovery is kept once made, so without this a provider
+   * that went down later would get the browser a redirect it cannot follow. The check is a GET of the
+   * discovery document with a short timeout; an answer is trusted for `reachableForMs` (a burst of
+   * sign-ins asks once, and checks under way are shared), a failure is not kept (the first sign-in
+   * after the provider is back goes through).
+   */
+  private async assertReachable (id: string): Promise<void> {
+    const registration = this.registrations.get(id)!
+    if (performance.now() - registration.answeredAt < (this.options.reachableForMs ?? 5_000)) return
+    registration.checking ??= this.checkReachable(id, registration).finally(() => { registration.checking = undefined })
+    await registration.checking
+  }
+
+  private async checkReachable (id: string, registration: Registration): Promise<void> {
+    const issuer = registration.config.issuer
+    const document = new URL('.well-known/openid-configuration', issuer.endsWith('/') ? issuer : `${issuer}/`)
+    try {
+      const res = await fetch(document, { redirect: 'manual', signal: AbortSignal.timeout(this.options.reachCheckTimeoutMs ?? 3_000) })
+      await res.body?.cancel()
+      // A provider answering 5xx (or a gateway in front of it) is down for this purpose.
+      if (res.status >= 500) throw Object.assign(new Error(`The discovery document answered HTTP ${res.status}`), { status: res.status })
+      this.answered(registration)
+    } catch (error) {
+      this.unanswered(registration, error)
+      this.log.warn({ provider: id, issuer, reason: error instanceof Error ? error.message : String(error) }, 'OpenID provider cannot be reached; sign-ins answer 503 until it is back')
+      throw new ProviderUnavailable(id, { cause: error })
+    }
+  }
+
+  /**
+   * The provider's authorization URL for a new flow (PKCE S256, state, nonce, scope `openid email
+   * profile`), once the provider is known to answer (else ProviderUnavailable).
+   */
   async authorizationUrl (id: string, flow: { state: string, nonce: string, codeVerifier: string }): Promise<URL> {
     const configuration = await this.configuration(id)
+    await this.assertReachable(id)
     const client = await loadOpenIdClient()
     return client.buildAuthorizationUrl(configuration, {
       redirect_uri: this.registrations.get(id)!.redirectUri,
@@ -196,7 +252,10 @@ export class OidcProviders {
       })
       idToken = tokens.id_token
     } catch (error) {
-      if (isUnreachable(error)) throw new ProviderUnavailable(id, { cause: error })
+      if (isUnreachable(error)) {
+        this.unanswered(registration, error)
+        throw new ProviderUnavailable(id, { cause: error })
+      }
       throw new SignInRefused('The provider refused the sign-in, or its answer did not check out.', { cause: error })
     }
     if (!idToken) throw new SignInRefused('The provider sent no ID token.')

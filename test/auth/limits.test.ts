@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
-import { ADMIN, assertError, BACKENDS, createTestDatabase, describeEachBackend, errorBody, testConfig } from '../helper.js'
+import { ADMIN, assertError, BACKENDS, createTestDatabase, describeEachBackend, errorBody, STUCK_AFTER_MS, testConfig } from '../helper.js'
 import { insertLoginCode } from '../../src/auth/oidc-repository.js'
 import { randomToken, tokenHash } from '../../src/members/secrets.js'
 
@@ -468,10 +468,10 @@ describe(`limits when Redis is unreachable [${backend}]`, () => {
     await database?.close()
   })
 
-  it('starts quickly and fails open: logins are served, never 429 nor 500, and claim no RateLimit budget', async () => {
-    const started = Date.now()
+  // A start that waited for Redis would wait for good (its client retries without end): the test's
+  // safety cap names that, where a bound on the start's duration would measure the machine's load.
+  it('starts without waiting for Redis and fails open: logins are served, never 429 nor 500, and claim no RateLimit budget', { timeout: STUCK_AFTER_MS }, async () => {
     app = await buildApp(testConfig({ REDIS_URL: 'redis://127.0.0.1:6390', AUTH_RATE_LIMIT: '1', LOGIN_FAILURE_LIMIT: '1' }), { database, logger: false })
-    assert.ok(Date.now() - started < 2000, `start-up took ${Date.now() - started} ms`)
     const client = address()
     const answers = []
     for (let i = 0; i < 3; i++) answers.push(await app.inject(loginRequest(ADMIN.email, 'wrong password', client)))

@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, beforeEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import type { DatabaseHandle } from '../../src/db/database.js'
-import { ADMIN, BACKENDS, createTestDatabase, freePort, resetDatabase, testConfig } from '../helper.js'
+import { ADMIN, assertError, BACKENDS, createTestDatabase, freePort, resetDatabase, STUCK_AFTER_MS, testConfig, waitForChild } from '../helper.js'
 import { Browser, startTestProvider, type TestProvider } from './oidc-provider.js'
 
 const CLIENT_CB = 'http://client.test/cb'
@@ -343,3 +350,131 @@ for (const backend of BACKENDS) {
     })
   })
 }
+
+// README "Sign in with an OpenID provider (local walk-through)", step by step: the development
+// provider as a real process (scripts/oidc-dev-provider.ts), the sign-in in a real browser, the
+// provider stopped (503 with Retry-After) and started again (the next sign-in works, the service
+// not restarted).
+describe('the README walk-through: the development provider, stopped and started again', () => {
+  const CHROMIUM = '/usr/bin/chromium'
+  const skip = existsSync(CHROMIUM) ? false : 'chromium not installed: apt-get install chromium'
+  const START = '/oauth2/authorization/dev'
+  let dir: string
+  let providerPort: number
+  let base: string
+  let database: DatabaseHandle
+  let app: FastifyInstance | undefined
+  let provider: { child: ChildProcess, output: () => string } | undefined
+  let browser: import('playwright-core').Browser | undefined
+
+  /** `npm run oidc:dev-provider`, as the README's step 1 runs it; resolves once it has printed its variables. */
+  async function startDevProvider (): Promise<{ child: ChildProcess, output: () => string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/oidc-dev-provider.ts'], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      env: { PATH: process.env.PATH ?? '', OIDC_DEV_PORT: String(providerPort), SERVICE_URL: base, OIDC_DEV_STATE: join(dir, 'oidc-dev-provider.json') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let text = ''
+    child.stdout!.on('data', chunk => { text += String(chunk) })
+    child.stderr!.on('data', chunk => { text += String(chunk) })
+    await waitForChild(child, () => text.includes('in a browser.'), 'the development provider to print its variables', () => text)
+    return { child, output: () => text }
+  }
+  const printed = (name: string) => new RegExp(`${name}=(\\S+)`).exec(provider!.output())?.[1] ?? assert.fail(`${name} not printed:\n${provider!.output()}`)
+  async function stopDevProvider (): Promise<void> {
+    const exited = new Promise(resolve => provider!.child.once('close', resolve))
+    provider!.child.kill('SIGTERM')
+    await exited
+  }
+
+  /** README step 3 in the browser: the provider's login and consent pages, then the service's callback. */
+  async function signInWithBrowser (): Promise<{ accessToken: string }> {
+    const context = await browser!.newContext()
+    try {
+      const page = await context.newPage()
+      page.setDefaultTimeout(STUCK_AFTER_MS)
+      await page.goto(`${base}${START}`)
+      await page.locator('input[name=login]').fill('dev.user')
+      await page.locator('input[name=password]').fill('any password')
+      await page.getByRole('button', { name: 'Sign-in' }).click()
+      const callback = page.waitForResponse(res => new URL(res.url()).pathname === '/login/oauth2/code/dev')
+      await page.getByRole('button', { name: 'Continue' }).click()
+      const answer = await callback
+      assert.equal(answer.status(), 200)
+      assert.equal(answer.headers()['cache-control'], 'no-store')
+      const body = await answer.json()
+      assert.deepEqual({ ...body, data: { ...body.data, accessToken: '…', refreshToken: '…' } }, {
+        success: true,
+        data: { tokenType: 'Bearer', accessToken: '…', refreshToken: '…', expiresIn: 900, refreshExpiresIn: body.data.refreshExpiresIn },
+        error: null,
+      })
+      return body.data
+    } finally {
+      await context.close()
+    }
+  }
+  const me = async (accessToken: string) => {
+    const res = await app!.inject({ url: '/api/v1/members/me', headers: { authorization: `Bearer ${accessToken}` } })
+    assert.equal(res.statusCode, 200, res.body)
+    return res.json().data as { memberId: number, email: string, identityProviders: string[] }
+  }
+
+  before(async () => {
+    if (skip) return
+    dir = await mkdtemp(join(tmpdir(), 'oidc-dev-'))
+    providerPort = await freePort()
+    const appPort = await freePort()
+    base = `http://127.0.0.1:${appPort}`
+    provider = await startDevProvider()
+    // README step 2: the service with the variables the provider printed.
+    database = await createTestDatabase(BACKENDS[0]!)
+    app = await buildApp(testConfig({
+      PUBLIC_URL: printed('PUBLIC_URL'),
+      OIDC_DEV_ISSUER: printed('OIDC_DEV_ISSUER'),
+      OIDC_DEV_CLIENT_ID: printed('OIDC_DEV_CLIENT_ID'),
+      OIDC_DEV_CLIENT_SECRET: printed('OIDC_DEV_CLIENT_SECRET'),
+      OIDC_REDIRECT_ALLOWLIST: printed('OIDC_REDIRECT_ALLOWLIST'),
+    }), { database, logger: false })
+    await app.listen({ port: appPort, host: '127.0.0.1' })
+    const { chromium } = await import('playwright-core')
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+  })
+  after(async () => {
+    if (provider && provider.child.exitCode === null && provider.child.signalCode === null) await stopDevProvider()
+    await browser?.close()
+    await app?.close()
+    await database?.close()
+    if (dir) await rm(dir, { recursive: true, force: true })
+  })
+
+  it('signs in, answers 503 with Retry-After while the provider is down, and signs in again once it is back, with no restart of the service', { skip }, async () => {
+    const first = await me((await signInWithBrowser()).accessToken)
+    assert.equal(first.email, 'dev.user@example.com')
+    assert.deepEqual(first.identityProviders, ['dev'])
+    const secret = printed('OIDC_DEV_CLIENT_SECRET')
+
+    await stopDevProvider()
+    // The service trusts the provider's last answer for 5 s (a burst of sign-ins asks it once).
+    await sleep(5_100)
+    const flows = async () => (await app!.db.selectFrom('oidc_flows').select(eb => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n
+    const flowsBefore = Number(await flows())
+    const down = await app!.inject({ url: START })
+    assertError(down, { code: 'SERVICE_UNAVAILABLE', instance: START, detail: 'The OpenID provider dev cannot be reached; try again later.' })
+    assert.equal(down.headers['retry-after'], '30')
+    assert.equal(down.headers['cache-control'], 'no-store')
+    assert.equal(down.headers.location, undefined)
+    assert.equal(Number(await flows()), flowsBefore, 'no flow stored for a sign-in that did not start')
+    // What the README's reader sees in the browser.
+    const page = await browser!.newPage()
+    const shown = await page.goto(`${base}${START}`)
+    assert.equal(shown!.status(), 503)
+    assert.equal(shown!.headers()['retry-after'], '30')
+    await page.close()
+
+    provider = await startDevProvider()
+    assert.equal(printed('OIDC_DEV_CLIENT_SECRET'), secret, 'the provider keeps its client secret across restarts')
+    assert.equal(printed('OIDC_DEV_ISSUER'), `http://127.0.0.1:${providerPort}`)
+    const again = await me((await signInWithBrowser()).accessToken)
+    assert.deepEqual(again, first)
+  })
+})

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { ADMIN, feedSettled, freePort, testConfig } from '../helper.js'
+import { ADMIN, feedSettled, freePort, testConfig, waitFor } from '../helper.js'
 
 // CONTRACT §11: "a generated client and a validating proxy refuse what the service refuses". This file
 // runs the real service behind Prism's validating proxy (`prism proxy --errors`), with the document
@@ -113,15 +113,11 @@ describe('the OpenAPI document through a validating proxy (Prism)', () => {
     const keep = (chunk: Buffer) => { prismOutput = (prismOutput + chunk.toString()).slice(-20_000) }
     prism.stdout!.on('data', keep)
     prism.stderr!.on('data', keep)
-    // Prism reads and checks the document before it listens: wait for its port.
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      if (prism.exitCode !== null) assert.fail(`prism exited with ${prism.exitCode}:\n${prismOutput}`)
-      const up = await fetch(`${proxy}/api/v1/health`).then(() => true, () => false)
-      if (up) break
-      if (Date.now() > deadline) assert.fail(`prism did not listen within 60 s:\n${prismOutput}`)
-      await new Promise(resolve => setTimeout(resolve, 200))
-    }
+    // Prism reads and checks the document before it listens: wait for its port, or for it to exit.
+    await waitFor(async () => {
+      if (prism!.exitCode !== null) assert.fail(`prism exited with ${prism!.exitCode}:\n${prismOutput}`)
+      return await fetch(`${proxy}/api/v1/health`).then(() => true, () => false)
+    }, 'prism to listen', 200)
   })
 
   after(async () => {

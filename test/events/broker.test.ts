@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { EXCHANGE, POSITION_KEY } from '../../src/events/broker.js'
 import {
-  Api, BACKENDS, createTestDatabase, freePort, resetDatabase, successData, testConfig, type Backend, type Member,
+  Api, BACKENDS, createTestDatabase, freePort, resetDatabase, STUCK_AFTER_MS, successData, testConfig, waitFor, type Backend, type Member,
 } from '../helper.js'
 
 // CONTRACT §12 "Broker sink", §14: with AMQP_URL set every event is also published to RabbitMQ.
@@ -46,14 +46,8 @@ const noRestart = missing || await restartMissing()
 /** Test timings: prompt polling and short backoff, so an outage ends within a second of the broker's return. */
 const TIMINGS = { pollMs: 50, retryMinMs: 100, retryMaxMs: 500, standbyMs: 100 }
 
-/** Polls `check` until it holds, for at most `ms`. */
-async function until (check: () => Promise<boolean> | boolean, ms = 10_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 25))
-  }
-}
+/** Polls `check` until it holds: no budget, only the shared safety cap, which names `what`. */
+const until = (check: () => Promise<boolean> | boolean, what = 'the condition') => waitFor(check, what)
 
 /**
  * A fresh durable queue bound to `order-events` with `#`, collecting what arrives: it outlives a
@@ -132,7 +126,7 @@ async function feed (api: Api, admin: Member): Promise<FeedEvent[]> {
  */
 async function feedOf (api: Api, admin: Member, count: number): Promise<FeedEvent[]> {
   let events: FeedEvent[] = []
-  await until(async () => (events = await feed(api, admin)).length >= count, 15_000, `${count} events in the feed`)
+  await until(async () => (events = await feed(api, admin)).length >= count, `${count} events in the feed`)
   return events
 }
 
@@ -208,7 +202,7 @@ for (const backend of BACKENDS) {
     beforeEach(async () => {
       await resetDatabase(api.app)
       admin = await api.admin()
-      await until(async () => (await brokerComponent(api, admin)).status === 'UP', 10_000, 'broker UP')
+      await until(async () => (await brokerComponent(api, admin)).status === 'UP', 'broker UP')
     })
     after(async () => {
       await consumer?.close()
@@ -222,7 +216,7 @@ for (const backend of BACKENDS) {
       const product = await api.product(admin, { stockQuantity: 100, name: PRODUCT })
       await business(api, admin, owner, product.productId)
       const events = await feedOf(api, admin, BUSINESS_EVENTS)
-      await until(() => consumer!.messages.length >= events.length, 15_000, `${events.length} messages`)
+      await until(() => consumer!.messages.length >= events.length, `${events.length} messages`)
       await new Promise(resolve => setTimeout(resolve, 300))
       const bodies = bodiesOf(consumer.messages)
       assert.deepEqual(bodies, events, 'each body is the feed\'s event, in the feed\'s order, once')
@@ -242,21 +236,21 @@ for (const backend of BACKENDS) {
       const owner = await api.member('owner')
       const product = await api.product(admin, { stockQuantity: 100, name: PRODUCT })
       await api.order(owner, [{ productId: product.productId, quantity: 1 }])
-      await until(() => consumer!.messages.length >= 1, 10_000, 'the first message')
+      await until(() => consumer!.messages.length >= 1, 'the first message')
 
-      await run('rabbitmqctl', ['-q', 'stop_app'], { timeout: 60_000 })
+      await run('rabbitmqctl', ['-q', 'stop_app'], { timeout: STUCK_AFTER_MS })
       try {
-        await until(async () => (await brokerComponent(api, admin)).status === 'DOWN', 5_000, 'broker DOWN')
+        await until(async () => (await brokerComponent(api, admin)).status === 'DOWN', 'broker DOWN')
         // The API serves as ever, and the instance stays ready.
         await business(api, admin, owner, product.productId)
         assert.equal((await api.get('/actuator/health/readiness')).statusCode, 200)
         assert.equal((await api.get('/api/v1/health')).statusCode, 200)
       } finally {
-        await run('rabbitmqctl', ['-q', 'start_app'], { timeout: 60_000 })
+        await run('rabbitmqctl', ['-q', 'start_app'], { timeout: STUCK_AFTER_MS })
       }
-      await until(async () => (await brokerComponent(api, admin)).status === 'UP', 15_000, 'broker UP again')
+      await until(async () => (await brokerComponent(api, admin)).status === 'UP', 'broker UP again')
       const events = await feedOf(api, admin, 1 + BUSINESS_EVENTS)
-      await until(() => new Set(consumer!.messages.map(m => m.properties.messageId)).size >= events.length, 15_000, `${events.length} distinct messages`)
+      await until(() => new Set(consumer!.messages.map(m => m.properties.messageId)).size >= events.length, `${events.length} distinct messages`)
       const bodies = bodiesOf(consumer.messages)
       assert.deepEqual(firstDeliveries(bodies), events)
       assertInOrderPerOrder(firstDeliveries(bodies))
@@ -291,7 +285,7 @@ for (const backend of BACKENDS) {
         const sink = new Api(await buildApp(testConfig({ AMQP_URL: RABBIT }), { logger: false, database, broker: TIMINGS }))
         apps.push(sink.app)
         await sink.app.ready()
-        await until(async () => (await storedPosition(sink.app)) !== undefined, 10_000, 'a stored position')
+        await until(async () => (await storedPosition(sink.app)) !== undefined, 'a stored position')
         const later = await sink.order(owner, [{ productId: product.productId, quantity: 1 }])
         await until(() => consumer.messages.length >= 1)
         await new Promise(resolve => setTimeout(resolve, 300))
@@ -379,14 +373,14 @@ describe('the RabbitMQ sink with two instances on one PostgreSQL database', {
   it('publishes each event once, from one instance at a time; the other takes over when it stops', async () => {
     const admin = await apis[0]!.admin()
     const roles = async () => Promise.all(apis.map(async api => (await brokerComponent(api, admin)).details.role))
-    await until(async () => (await roles()).sort().join() === 'publisher,standby', 10_000, 'one publisher')
+    await until(async () => (await roles()).sort().join() === 'publisher,standby', 'one publisher')
     consumer = await Consumer.open()
     const owner = await apis[0]!.member('owner')
     const product = await apis[0]!.product(admin, { stockQuantity: 100, name: PRODUCT })
     await business(apis[0]!, admin, owner, product.productId)
     await business(apis[1]!, admin, owner, product.productId)
     let events = await feedOf(apis[0]!, admin, 2 * BUSINESS_EVENTS)
-    await until(() => consumer!.messages.length >= events.length, 15_000, `${events.length} messages`)
+    await until(() => consumer!.messages.length >= events.length, `${events.length} messages`)
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.deepEqual(bodiesOf(consumer.messages), events, 'once each, in feed order')
 
@@ -394,10 +388,10 @@ describe('the RabbitMQ sink with two instances on one PostgreSQL database', {
     const remaining = apis[1 - publisher]!
     await apis[publisher]!.app.close()
     apis.splice(publisher, 1)
-    await until(async () => (await brokerComponent(remaining, admin)).details.role === 'publisher', 10_000, 'take-over')
+    await until(async () => (await brokerComponent(remaining, admin)).details.role === 'publisher', 'take-over')
     await business(remaining, admin, owner, product.productId)
     events = await feedOf(remaining, admin, 3 * BUSINESS_EVENTS)
-    await until(() => consumer!.messages.length >= events.length, 15_000, `${events.length} messages`)
+    await until(() => consumer!.messages.length >= events.length, `${events.length} messages`)
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.deepEqual(bodiesOf(consumer.messages), events)
   })

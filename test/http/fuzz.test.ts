@@ -3,7 +3,7 @@ import http from 'node:http'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { ADMIN, testConfig } from '../helper.js'
+import { ADMIN, STUCK_AFTER_MS, testConfig } from '../helper.js'
 import { logCapture, parseResponse, rawExchange } from './raw.js'
 
 /**
@@ -11,14 +11,19 @@ import { logCapture, parseResponse, rawExchange } from './raw.js'
  * failure names the seed and the request, and replays the same way), against the real app listening
  * on 127.0.0.1. Whatever is sent, the service must answer without a 5xx, every answer under /api must
  * be the envelope (problem+json for errors), nothing may reach Object.prototype, and the service must
- * be healthy at the end. Bounded: a fixed number of requests, and a deadline well under a minute.
+ * be healthy at the end. Bounded by a count, not a clock: every request is sent, however busy the
+ * machine, so the test does the same work everywhere (issue 30).
  */
 
 const SEED = 0x5eed_2026
 const HTTP_REQUESTS = 2_400
 const RAW_REQUESTS = 300
 const CONCURRENCY = 8
-const DEADLINE_MS = 40_000
+/**
+ * How long a raw exchange listens for more once sent: some hostile bytes leave the server waiting for the
+ * rest of a request, and only the client can end those. It bounds what is read, never what passes.
+ */
+const RAW_LISTEN_MS = 5_000
 
 /** mulberry32: a tiny, fast, well-mixed 32-bit PRNG; the same seed gives the same sequence. */
 function mulberry32 (seed: number): () => number {
@@ -223,14 +228,13 @@ describe('fuzz: hostile requests against a listening app', () => {
         res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }))
         res.on('error', reject)
       })
-      req.setTimeout(15_000, () => req.destroy(new Error('no answer within 15 s')))
+      req.setTimeout(STUCK_AFTER_MS, () => req.destroy(new Error(`no answer after ${STUCK_AFTER_MS / 60_000} min: ${sent.method} ${sent.path.slice(0, 200)}`)))
       req.on('error', reject)
       req.end(sent.body)
     })
   }
 
-  it(`answers ${HTTP_REQUESTS} HTTP and ${RAW_REQUESTS} raw hostile requests (seed ${SEED}) without a 5xx, always in the envelope, and stays healthy`, { timeout: 90_000 }, async () => {
-    const started = Date.now()
+  it(`answers ${HTTP_REQUESTS} HTTP and ${RAW_REQUESTS} raw hostile requests (seed ${SEED}) without a 5xx, always in the envelope, and stays healthy`, async () => {
     const login = await send({ method: 'POST', path: '/api/v1/auth/login', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) })
     assert.equal(login.status, 201, login.body)
     const token = JSON.parse(login.body).data.accessToken as string
@@ -263,7 +267,7 @@ describe('fuzz: hostile requests against a listening app', () => {
 
     let next = 0
     const worker = async () => {
-      while (next < requests.length && Date.now() - started < DEADLINE_MS) {
+      while (next < requests.length) {
         const index = next++
         const sent = requests[index]!
         checkHttp(index, sent, await send(sent))
@@ -275,10 +279,10 @@ describe('fuzz: hostile requests against a listening app', () => {
     let rawNext = 0
     let rawCount = 0
     const rawWorker = async () => {
-      while (rawNext < raws.length && Date.now() - started < DEADLINE_MS + 10_000) {
+      while (rawNext < raws.length) {
         const index = rawNext++
         const bytes = raws[index]!
-        const text = await rawExchange(port, bytes, 5_000)
+        const text = await rawExchange(port, bytes, RAW_LISTEN_MS)
         rawCount++
         // Every response on the connection (a pipelined good request may come first).
         let rest = text
@@ -296,9 +300,9 @@ describe('fuzz: hostile requests against a listening app', () => {
     }
     await Promise.all(Array.from({ length: CONCURRENCY }, rawWorker))
 
-    // Bounded, and the bulk of it done: the deadline only guards a slow machine.
-    assert.ok(sentCount >= HTTP_REQUESTS / 2, `only ${sentCount} HTTP requests sent before the deadline`)
-    assert.ok(rawCount >= RAW_REQUESTS / 2, `only ${rawCount} raw requests sent before the deadline`)
+    // All of it done, whatever the machine's load.
+    assert.equal(sentCount, HTTP_REQUESTS)
+    assert.equal(rawCount, RAW_REQUESTS)
     // No key reached Object.prototype (prototype pollution), and nothing was logged as a server error.
     assert.deepEqual(Object.getOwnPropertyNames(Object.prototype).sort(), prototypeKeys)
     assert.equal(({} as Record<string, unknown>).admin, undefined)

@@ -1,6 +1,7 @@
 import { connect } from 'node:net'
 import { Writable } from 'node:stream'
 import type { LightMyRequestResponse } from 'fastify'
+import { STUCK_AFTER_MS } from '../helper.js'
 
 /**
  * HTTP over a raw TCP socket, for what `inject` and real clients cannot send: broken framing,
@@ -36,17 +37,29 @@ export function parseResponse (text: string): RawResponse | undefined {
 /** The raw answer as `inject`'s type, for the shared assertion helpers. */
 export const asInjected = (res: RawResponse) => res as unknown as LightMyRequestResponse
 
+/** Whether `text` holds one whole response: its head and as many body bytes as its Content-Length says. */
+function holdsWholeResponse (text: string): boolean {
+  const res = parseResponse(text)
+  if (!res) return false
+  const length = Number(res.headers['content-length'] ?? 0)
+  return Buffer.byteLength(text.slice(text.indexOf('\r\n\r\n') + 4), 'latin1') >= length
+}
+
 /**
  * Sends `bytes` on a fresh connection to 127.0.0.1:`port` and resolves with everything the server
- * wrote until it closed the connection (or `timeoutMs` passed, then the socket is destroyed).
- * A reset by the server ends the read; what arrived before it is kept.
+ * wrote until it closed the connection, or until `done(text)` says what arrived is enough (or
+ * `timeoutMs` passed: then the socket is destroyed). A reset by the server ends the read; what arrived
+ * before it is kept.
  */
-export function rawExchange (port: number, bytes: string | Buffer, timeoutMs = 5_000): Promise<string> {
+export function rawExchange (port: number, bytes: string | Buffer, timeoutMs = 5_000, done?: (text: string) => boolean): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     const socket = connect(port, '127.0.0.1', () => { socket.write(bytes) })
     const timer = setTimeout(() => socket.destroy(), timeoutMs)
-    socket.on('data', chunk => chunks.push(chunk))
+    socket.on('data', chunk => {
+      chunks.push(chunk)
+      if (done?.(Buffer.concat(chunks).toString('latin1'))) socket.destroy()
+    })
     socket.on('error', error => { if ((error as { code?: string }).code !== 'ECONNRESET') reject(error) })
     socket.on('close', () => {
       clearTimeout(timer)
@@ -55,9 +68,12 @@ export function rawExchange (port: number, bytes: string | Buffer, timeoutMs = 5
   })
 }
 
-/** `rawExchange`, parsed; fails when no whole response came back. */
-export async function rawRequest (port: number, bytes: string | Buffer, timeoutMs?: number): Promise<RawResponse> {
-  const text = await rawExchange(port, bytes, timeoutMs)
+/**
+ * `rawExchange` until the first whole response (however long the server takes: the cap only ends a
+ * stuck wait), parsed; fails when none came back.
+ */
+export async function rawRequest (port: number, bytes: string | Buffer): Promise<RawResponse> {
+  const text = await rawExchange(port, bytes, STUCK_AFTER_MS, holdsWholeResponse)
   const res = parseResponse(text)
   if (!res) throw new Error(`no HTTP response, got: ${JSON.stringify(text.slice(0, 300))}`)
   return res

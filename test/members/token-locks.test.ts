@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import pg from 'pg'
 import { tokenHash } from '../../src/members/secrets.js'
 import { issueMemberToken } from '../../src/members/member-tokens.js'
-import { Api, createTestDatabase, testConfig } from '../helper.js'
+import { Api, createTestDatabase, testConfig, waitFor } from '../helper.js'
 import { buildApp } from '../../src/app.js'
 
 // Spending a reset token and issuing a new one for the same member, at the same moment, on
@@ -26,10 +26,15 @@ it('issuing a reset token while an earlier one is being spent takes turns, no de
     await other.query('begin')
     await other.query('select 1 from member_tokens where token_hash = $1 for update', [tokenHash('second')])
 
+    // Seen in the database, not guessed from the time: how many sessions wait on a lock.
+    const waiting = (count: number) => waitFor(async () => {
+      const { rows } = await other.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
+      return rows[0].n >= count
+    }, `${count} transaction(s) waiting on a lock`)
     const reset = api.inject({ method: 'POST', url: '/api/v1/members/password/reset', payload: { token: spent, newPassword: 'another horse' } })
-    await new Promise(resolve => setTimeout(resolve, 200)) // the reset is waiting on the held token
+    await waiting(1) // the reset is waiting on the held token
     const issued = issueMemberToken(api.app.db, member.id, 'PASSWORD_RESET').then(() => 'issued', (error: Error) => error.message)
-    await new Promise(resolve => setTimeout(resolve, 200)) // the issue is waiting too
+    await waiting(2) // the issue is waiting too
     await other.query('commit')
 
     const res = await reset

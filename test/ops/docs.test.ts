@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
 import { securityHeaders } from '../../src/http/security-headers.js'
-import { assertError, testConfig } from '../helper.js'
+import { assertError, STUCK_AFTER_MS, testConfig } from '../helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -159,6 +159,7 @@ describe('reference docs in Chromium', () => {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
     t.after(() => browser.close())
     const page = await browser.newPage()
+    page.setDefaultTimeout(STUCK_AFTER_MS) // the browser waits for the page, however busy the machine
     const requests: string[] = []
     const problems: string[] = []
     page.on('request', request => requests.push(request.url()))
@@ -176,7 +177,7 @@ describe('reference docs in Chromium', () => {
 
     await page.goto(`${base}/swagger-ui.html`)
     assert.equal(new URL(page.url()).pathname, '/swagger-ui/')
-    await page.locator('.opblock', { hasText: '/api/v1/orders' }).first().waitFor({ timeout: 20_000 })
+    await page.locator('.opblock', { hasText: '/api/v1/orders' }).first().waitFor()
     assert.ok(await page.locator('.opblock').count() >= 49)
 
     assert.ok(requests.some(url => url === `${base}/v3/api-docs`), 'Swagger UI reads /v3/api-docs')

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.js'
-import { Api, assertError, describeEachBackend, testConfig, freePort } from '../helper.js'
+import { Api, assertError, describeEachBackend, testConfig, freePort, waitFor } from '../helper.js'
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name: string, version: string }
@@ -159,15 +159,15 @@ describe('actuator health with REDIS_URL', () => {
       return
     }
     redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
-    for (let i = 0; i < 100; i++) {
-      const up = await new Promise<boolean>(resolve => {
+    // Until it listens, or fails at once if it exits first.
+    await waitFor(() => {
+      if (redis!.exitCode !== null) throw new Error(`redis-server exited with ${redis!.exitCode}`)
+      return new Promise<boolean>(resolve => {
         const socket = connect(redisPort, '127.0.0.1')
         socket.on('connect', () => { socket.destroy(); resolve(true) })
         socket.on('error', () => resolve(false))
       })
-      if (up) return
-      await new Promise(resolve => setTimeout(resolve, 50))
-    }
+    }, 'redis-server to listen', 50)
   })
   after(() => {
     redis?.kill()

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
-import { freePort } from '../helper.js'
+import { freePort, STUCK_AFTER_MS } from '../helper.js'
 
 /**
  * ioredis, nodemailer, openid-client and amqplib cost heap and source text in every process that
@@ -53,7 +53,7 @@ async function loadedBy (env: Record<string, string>, file: string): Promise<{ l
   const childEnv = Object.fromEntries(Object.entries(process.env)
     .filter(([name]) => !/^(REDIS_URL|SMTP_URL|OIDC_|PUBLIC_URL|AMQP_URL|DATABASE_URL|NODE_TEST_CONTEXT|NODE_OPTIONS)/.test(name)))
   const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CHILD(file, env)],
-    { cwd: root, env: childEnv, timeout: 60_000, maxBuffer: 64 * 1024 * 1024 })
+    { cwd: root, env: childEnv, timeout: STUCK_AFTER_MS, maxBuffer: 64 * 1024 * 1024 })
   const required = JSON.parse(stdout.trim().split('\n').at(-1)!) as string[]
   const resolved = (await readFile(file, 'utf8')).split('\n').filter(Boolean)
   const modules = [...required.map(path => pathToFileURL(path).href), ...resolved]

@@ -241,7 +241,7 @@ describeEachBackend('the webhooks section describes what the dispatcher really s
       assert.equal(res.statusCode, 200, res.body)
     }
     const sent = ['order.placed', 'payment.created', 'order.confirmed', 'payment.cancelled', 'order.cancelled']
-    await eventually(() => receiver.received.length === sent.length, 5000, 'every event delivered')
+    await eventually(() => receiver.received.length === sent.length, 'every event delivered')
     assert.deepEqual(receiver.received.map(got => got.event.type), sent)
     assert.deepEqual(receiver.refused, [])
 

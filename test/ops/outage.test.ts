@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { Api, assertError, testConfig, type Member, freePort } from '../helper.js'
+import { Api, assertError, testConfig, type Member, freePort, STUCK_AFTER_MS, waitFor } from '../helper.js'
 
 /**
  * A PostgreSQL cluster of our own, stopped and started under a running service: while it is down,
@@ -31,17 +31,11 @@ const isRoot = process.getuid?.() === 0
 /** Runs a PostgreSQL tool; as the postgres OS user when we are root (postgres refuses to run as root). */
 function pgTool (binary: string, args: string[]): void {
   const [command, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args]
-  execFileSync(command, argv, { stdio: 'ignore', timeout: 60_000 })
+  execFileSync(command, argv, { stdio: 'ignore', timeout: STUCK_AFTER_MS })
 }
 
-/** Polls until `check` holds, for at most `ms`. */
-async function eventually (what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-}
+/** Polls until `check` holds (the shared wait: no budget, only a safety cap naming `what`). */
+const eventually = (what: string, check: () => Promise<boolean>) => waitFor(check, what, 100)
 
 describe('database outage and recovery', () => {
   const binaries = findBinaries()
@@ -167,9 +161,9 @@ describe('database outage and recovery', () => {
     const frozen = [postmaster, ...backends]
     for (const pid of frozen) process.kill(pid, 'SIGSTOP')
     try {
-      const started = Date.now()
+      // An answer at all, DOWN with the check's own timeout as the reason, shows the check did not hang
+      // (a bound on the elapsed time would also measure how busy the machine is).
       const [readiness, detailed] = await Promise.all([get('/actuator/health/readiness'), get('/actuator/health', admin.headers)])
-      assert.ok(Date.now() - started < 4_000, `answered after ${Date.now() - started} ms`)
       assert.equal(readiness.statusCode, 503)
       assert.deepEqual(body(readiness), { status: 'DOWN' })
       assert.equal(detailed.statusCode, 503)

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { randomUUID } from 'node:crypto'
-import { ADMIN, createTestDatabase, freePort } from '../helper.js'
+import { ADMIN, createTestDatabase, freePort, waitFor } from '../helper.js'
 
 /**
  * Two instances of the service behind nginx (round-robin) on one PostgreSQL database behave as one
@@ -18,15 +18,12 @@ const skip = !existsSync(NGINX)
   ? 'nginx is not installed (apt-get install nginx)'
   : !process.env.TEST_DATABASE_URL ? 'needs TEST_DATABASE_URL (two instances share one PostgreSQL database)' : false
 
-async function waitForHealth (url: string): Promise<void> {
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${url}/api/v1/health`)).ok) return
-    } catch {}
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not become healthy within 30 s`)
+/** Waits until `url` answers its health check, or fails at once when the process serving it ended. */
+async function waitForHealth (url: string, child: ChildProcess): Promise<void> {
+  await waitFor(async () => {
+    if (child.exitCode !== null) throw new Error(`the process behind ${url} exited with ${child.exitCode} before it was healthy`)
+    return (await fetch(`${url}/api/v1/health`).catch(() => undefined))?.ok === true
+  }, `${url} to be healthy`, 100)
 }
 
 describe('two instances behind nginx', { skip }, () => {
@@ -55,7 +52,7 @@ describe('two instances behind nginx', { skip }, () => {
       })
       children.push(child)
     }
-    await Promise.all(ports.map(port => waitForHealth(`http://127.0.0.1:${port}`)))
+    await Promise.all(ports.map((port, i) => waitForHealth(`http://127.0.0.1:${port}`, children[i]!)))
 
     const proxyPort = await freePort()
     await writeFile(join(dir, 'nginx.conf'), `
@@ -81,7 +78,7 @@ describe('two instances behind nginx', { skip }, () => {
       }`)
     children.push(spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-p', dir], { stdio: 'ignore' }))
     base = `http://127.0.0.1:${proxyPort}`
-    await waitForHealth(base)
+    await waitForHealth(base, children[2]!)
   })
 
   after(async () => {

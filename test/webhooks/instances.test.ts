@@ -73,7 +73,7 @@ describe('two instances dispatching from one PostgreSQL database', { skip }, () 
     const committed = await committedEvents(one.app.db)
     const total = [...committed.values()].flat().length
     assert.equal(total, 36)
-    await eventually(() => receiver.received.length >= total, 10_000, 'every event delivered')
+    await eventually(() => receiver.received.length >= total, 'every event delivered')
     await new Promise(resolve => setTimeout(resolve, 300))
     assert.equal(receiver.received.length, total, 'no event delivered twice')
     assert.deepEqual(firstDeliveries(receiver.received), committed)
@@ -100,7 +100,7 @@ describe('two instances dispatching from one PostgreSQL database', { skip }, () 
     try {
       const orders = []
       for (let i = 0; i < 3; i++) orders.push(await two.order(owner, [{ productId: product.productId, quantity: 1 }]))
-      await eventually(() => receiver.succeeded.length >= 3, 10_000, "instance one delivers instance two's events")
+      await eventually(() => receiver.succeeded.length >= 3, "instance one delivers instance two's events")
       assert.deepEqual(receiver.succeeded.map(r => r.event.orderId).sort(), orders.map(order => order.orderId).sort())
       assert.deepEqual(notified, [])
     } finally {
@@ -155,7 +155,7 @@ describe('a crashed instance: its committed events are delivered after a restart
       } catch {
         return false
       }
-    }, 30_000, 'the service listening')
+    }, 'the service listening')
   }
 
   async function call (method: string, path: string, token?: string, body?: unknown) {
@@ -209,7 +209,7 @@ describe('a crashed instance: its committed events are delivered after a restart
     }
     const total = [...committed.values()].flat().length
     assert.equal(total, 11)
-    await eventually(() => new Set(receiver.succeeded.map(r => r.id)).size === total, 45_000, 'every committed event delivered')
+    await eventually(() => new Set(receiver.succeeded.map(r => r.id)).size === total, 'every committed event delivered')
     assert.deepEqual(firstDeliveries(receiver.received), committed)
     assert.deepEqual(receiver.refused, [])
     child!.kill('SIGTERM')

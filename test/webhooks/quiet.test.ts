@@ -67,7 +67,7 @@ for (const backend of BACKENDS) {
       receiver.secrets = [res.json().data.secret]
       const placed = await api.order(owner, [{ productId, quantity: 1 }])
       // The poll is off: only the wake-up after this create can have sent it.
-      await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+      await eventually(() => receiver.received.length === 1, 'the event delivered without the poll')
       assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
       assert.equal(receiver.received[0]!.event.type, 'order.placed')
       assert.ok(statements.some(isClaim), 'claimed once an endpoint was registered')
@@ -94,7 +94,7 @@ for (const backend of BACKENDS) {
         const enabled = await other.inject({ method: 'PATCH', url, headers: admin.headers, payload: { status: 'ACTIVE' } })
         assert.equal(enabled.statusCode, 200, enabled.body)
         const placed = await other.order(owner, [{ productId, quantity: 1 }])
-        await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+        await eventually(() => receiver.received.length === 1, 'the event delivered without the poll')
         assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
         assert.equal(receiver.received[0]!.event.type, 'order.placed')
       } finally {
@@ -118,7 +118,7 @@ for (const backend of BACKENDS) {
         const url = `${BASE}/${endpoint.endpointId}`
         await first.order(owner, [{ productId, quantity: 1 }])
         const delivery = async () => (await first.get(`${url}/deliveries`, {}, admin)).json().data.content[0] as { deliveryId: number, status: string }
-        await eventually(async () => (await delivery()).status === 'FAILED', 4000, 'the delivery FAILED after its schedule')
+        await eventually(async () => (await delivery()).status === 'FAILED', 'the delivery FAILED after its schedule')
         assert.equal(receiver.received.length, 2)
         const { deliveryId } = await delivery()
 
@@ -135,7 +135,7 @@ for (const backend of BACKENDS) {
         receiver.respond = () => 204
         const retried = await other.inject({ method: 'PATCH', url: `/api/v1/admin/webhook-deliveries/${deliveryId}/retry`, headers: admin.headers })
         assert.equal(retried.statusCode, 200, retried.body)
-        await eventually(() => receiver.received.length === 3, 2000, 'the retried delivery sent without the poll')
+        await eventually(() => receiver.received.length === 3, 'the retried delivery sent without the poll')
         assert.equal(receiver.received[2]!.id, receiver.received[0]!.id)
       } finally {
         if (firstOpen) await first.app.close()
@@ -217,7 +217,7 @@ describe('the webhook dispatcher when its look for endpoints answers after one w
     await sleep(SETTLE_MS) // the stale answer has reached the dispatcher
     const placed = await api.order(owner, [{ productId, quantity: 1 }])
     // Only the wake-up after this create can send it: no poll runs.
-    await eventually(() => receiver.received.length === 1, 2000, 'the event delivered without the poll')
+    await eventually(() => receiver.received.length === 1, 'the event delivered without the poll')
     assert.equal(receiver.received[0]!.event.orderId, placed.orderId)
     assert.equal(receiver.received[0]!.event.type, 'order.placed')
   })

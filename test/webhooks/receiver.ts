@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Webhook } from 'standardwebhooks'
+import { waitFor } from '../helper.js'
 
 /** One delivery as the receiver got it, its signature verified by the reference package. */
 export interface Received {
@@ -105,11 +106,5 @@ export class Receiver {
   }
 }
 
-/** Polls `check` every 20 ms until it holds, for at most `ms`. */
-export async function eventually (check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`)
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-}
+/** Polls `check` every 20 ms until it holds: no budget, only the shared safety cap, which names `what`. */
+export const eventually = (check: () => boolean | Promise<boolean>, what = 'the condition'): Promise<void> => waitFor(check, what, 20)
