@@ -266,11 +266,23 @@ export const ok = <T>(data: T) => ({ success: true as const, data, error: null }
  */
 export const PLAIN_NAME_PATTERN = '^[^\\u0001-\\u001F\\u007F-\\u009F\\p{Cf}\\u2028\\u2029]*$'
 
-export const PlainName = (options: Parameters<typeof Type.String>[0] = {}) => Type.String({
-  description: 'Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)',
-  ...options,
-  pattern: PLAIN_NAME_PATTERN,
-})
+/**
+ * The same rule as the document shows it: tools that read patterns without the `u` flag (Spectral's
+ * example check, some validating proxies) would take `\p{Cf}` for the letters `p{Cf}`, so the format
+ * characters of the Basic Multilingual Plane are spelt out. The few outside it (U+110BD, U+E0001,
+ * the tag characters U+E0020–U+E007F, …) are refused by the service but not by this pattern.
+ */
+const PLAIN_NAME_PATTERN_DOCUMENTED = '^[^\\u0001-\\u001F\\u007F-\\u009F\\u00AD\\u0600-\\u0605\\u061C\\u06DD\\u070F\\u0890\\u0891\\u08E2\\u180E' +
+  '\\u200B-\\u200F\\u202A-\\u202E\\u2060-\\u2064\\u2066-\\u206F\\uFEFF\\uFFF9-\\uFFFB\\u2028\\u2029]*$'
+
+export const PlainName = (options: Parameters<typeof Type.String>[0] = {}) => {
+  const schema = Type.String({
+    description: 'Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)',
+    ...options,
+    pattern: PLAIN_NAME_PATTERN,
+  })
+  return documentAs(schema, { ...schema, pattern: PLAIN_NAME_PATTERN_DOCUMENTED })
+}
 
 /** `{success: true, data: null, error: null}`: the answer of a change that returns nothing. */
 export const EmptyEnvelope = Envelope(Type.Null())

@@ -37,10 +37,26 @@ describe('PlainName', () => {
   })
 
   it('keeps the options it is given', () => {
-    assert.deepEqual({ ...PlainName({ minLength: 1, maxLength: 100 }) }, {
+    const { 'x-document-as': shown, ...schema } = PlainName({ minLength: 1, maxLength: 100 }) as ReturnType<typeof PlainName> & { 'x-document-as': { pattern: string } }
+    assert.deepEqual(schema, {
       ...Type.String({ minLength: 1, maxLength: 100, description: 'Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)' }),
       pattern: '^[^\\u0001-\\u001F\\u007F-\\u009F\\p{Cf}\\u2028\\u2029]*$',
     })
+    assert.deepEqual({ ...shown, pattern: schema.pattern }, schema)
+  })
+
+  it('is documented with a pattern that tools without the u flag read alike, for every character of the Basic Multilingual Plane', () => {
+    const shown = (PlainName() as { 'x-document-as'?: { pattern: string } })['x-document-as']!.pattern
+    const enforced = new RegExp((PlainName() as { pattern?: string }).pattern!, 'u')
+    const wrong: string[] = []
+    for (const documented of [new RegExp(shown), new RegExp(shown, 'u')]) {
+      for (let code = 1; code <= 0xFFFF; code++) {
+        if (code >= 0xD800 && code <= 0xDFFF) continue
+        const text = `a${String.fromCharCode(code)}b`
+        if (documented.test(text) !== enforced.test(text)) wrong.push(`U+${code.toString(16).toUpperCase().padStart(4, '0')} (${documented.flags || 'no flag'})`)
+      }
+    }
+    assert.deepEqual(wrong, [])
   })
 })
 
