@@ -2138,6 +2138,7 @@ export interface components {
         Error400_VALIDATION_FAILED_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2171,6 +2172,7 @@ export interface components {
         Error400_VALIDATION_FAILED_INVALID_TOKEN: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -2341,6 +2343,7 @@ export interface components {
         Error401_UNAUTHORIZED_EMAIL_NOT_VERIFIED_INVALID_CLAIMS: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 [name: string]: unknown;
             };
@@ -2408,6 +2411,7 @@ export interface components {
         Error403_ACCESS_DENIED_ACCOUNT_SUSPENDED: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -2602,6 +2606,7 @@ export interface components {
         Error404_RESOURCE_NOT_FOUND: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2618,6 +2623,22 @@ export interface components {
         };
         /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
         Error404_RESOURCE_NOT_FOUND_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
+        Error404_RESOURCE_NOT_FOUND_3: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -2721,6 +2742,7 @@ export interface components {
         Error409_EMAIL_ALREADY_REGISTERED_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 [name: string]: unknown;
             };
             content: {
@@ -2922,6 +2944,7 @@ export interface components {
         Error429_TOO_MANY_REQUESTS_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "Retry-After": components["headers"]["Retry-After"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2976,6 +2999,7 @@ export interface components {
         Error500_INTERNAL_ERROR_3: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -2992,6 +3016,22 @@ export interface components {
         };
         /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
         Error500_INTERNAL_ERROR_4: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR_5: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -3046,6 +3086,7 @@ export interface components {
         Error503_SERVICE_UNAVAILABLE_3: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "Retry-After": components["headers"]["Retry-After"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -3065,6 +3106,7 @@ export interface components {
         Error503_SERVICE_UNAVAILABLE_4: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Set-Cookie": components["headers"]["Set-Cookie"];
                 "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
@@ -3103,6 +3145,8 @@ export interface components {
         "WWW-Authenticate": string;
         /** @description `attachment; filename="orders-<time>.csv"`. */
         "Content-Disposition": string;
+        /** @description The OpenID sign-in’s browser-binding cookie (`oidc_flow_…`, `HttpOnly`, `SameSite=Lax`, path `/login/oauth2/`): set by the start’s redirect for the flow’s 10 minutes, cleared by the callback whatever its answer. */
+        "Set-Cookie": string;
     };
     pathItems: never;
 }
@@ -4045,6 +4089,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     Location: components["headers"]["Location"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -4083,6 +4128,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4107,6 +4153,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     Location: components["headers"]["Location"];
+                    "Set-Cookie": components["headers"]["Set-Cookie"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7060,7 +7107,7 @@ export interface operations {
                     "text/plain; version=0.0.4; charset=utf-8": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     listMetricNames: {
@@ -7091,7 +7138,7 @@ export interface operations {
                     "application/json": components["schemas"]["MetricNames"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     getMetric: {
@@ -7154,8 +7201,8 @@ export interface operations {
                 };
             };
             400: components["responses"]["Error400_VALIDATION_FAILED_3"];
-            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_2"];
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     getOpenApiDocument: {
@@ -7187,7 +7234,7 @@ export interface operations {
                     "application/json": Record<string, never>;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     getActuatorHealth: {
@@ -7222,7 +7269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
             /** @description DOWN: the database cannot be reached (not an envelope) */
             503: {
                 headers: {
@@ -7260,7 +7307,7 @@ export interface operations {
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     getReadiness: {
@@ -7287,7 +7334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
             /** @description DOWN (not an envelope) */
             503: {
                 headers: {
@@ -7334,7 +7381,7 @@ export interface operations {
                     "application/json": components["schemas"]["BuildInfo"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     redirectToSwaggerUi: {
@@ -7355,7 +7402,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     redirectToReferencePage: {
@@ -7376,7 +7423,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     getReferencePage: {
@@ -7399,7 +7446,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_5"];
         };
     };
     orderPlacedWebhook: {

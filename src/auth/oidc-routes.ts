@@ -54,7 +54,7 @@ export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, provide
   const secureCookie = app.config.publicUrl?.startsWith('https://') === true
 
   app.get('/oauth2/authorization/:id', {
-    config: { access: 'public', authRateLimited: true, errors: ['RESOURCE_NOT_FOUND'] },
+    config: { access: 'public', authRateLimited: true, errors: ['RESOURCE_NOT_FOUND'], sends: ['Set-Cookie'] },
     onRequest: noStore,
     schema: {
       tags,
@@ -75,6 +75,7 @@ export const oidcRoutes: FastifyPluginAsyncTypebox<{ identity: Identity, provide
     config: {
       access: 'public',
       errors: ['RESOURCE_NOT_FOUND', 'INVALID_TOKEN', 'UNAUTHORIZED', 'EMAIL_NOT_VERIFIED', 'INVALID_CLAIMS', 'ACCESS_DENIED', 'ACCOUNT_SUSPENDED', 'EMAIL_ALREADY_REGISTERED'],
+      sends: ['Set-Cookie'],
     },
     onRequest: noStore,
     schema: {

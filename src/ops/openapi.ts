@@ -10,7 +10,7 @@ import { webhooks } from './docs/webhooks.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 /** Response headers the document declares (components.headers), by name. */
-export type ResponseHeader = 'Location' | 'ETag' | 'Content-Disposition'
+export type ResponseHeader = 'Location' | 'ETag' | 'Content-Disposition' | 'Set-Cookie'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -149,6 +149,7 @@ const HEADERS: Record<string, { description: string, required?: true, schema: Re
   'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer', minimum: 0 } },
   'WWW-Authenticate': { description: '`Bearer realm="order-service"`, with `error="invalid_token"` when a credential was sent and refused.', schema: { type: 'string' } },
   'Content-Disposition': { description: '`attachment; filename="orders-<time>.csv"`.', schema: { type: 'string' } },
+  'Set-Cookie': { description: 'The OpenID sign-in’s browser-binding cookie (`oidc_flow_…`, `HttpOnly`, `SameSite=Lax`, path `/login/oauth2/`): set by the start’s redirect for the flow’s 10 minutes, cleared by the callback whatever its answer.', schema: { type: 'string' } },
 }
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
@@ -225,6 +226,7 @@ function headersOf (answers: Answers, status: number): Record<string, unknown> {
   if (status === 302) names.push('Location')
   if ((status === 200 || status === 201 || status === 304) && answers.sends.includes('ETag')) names.push('ETag')
   if (status === 200 && answers.sends.includes('Content-Disposition')) names.push('Content-Disposition')
+  if (answers.sends.includes('Set-Cookie') && (status === 302 || status === 200 || status >= 400)) names.push('Set-Cookie')
   if (status === 200 && answers.idempotent) names.push('Idempotent-Replayed')
   if (status === 401) names.push('WWW-Authenticate')
   if (status === 429 || status === 503) names.push('Retry-After')

@@ -255,6 +255,12 @@ for (const backend of BACKENDS) {
         assert.deepEqual(more, [])
         assert.match(cookie!, /^oidc_flow_[0-9a-f]{16}=[\w-]{43}; Path=\/login\/oauth2\/; Max-Age=600; HttpOnly; SameSite=Lax$/)
         assert.doesNotMatch(cookie!, new RegExp(state))
+        const doc = (await app.inject({ url: '/v3/api-docs' })).json()
+        for (const [path, status] of [['/oauth2/authorization/{id}', '302'], ['/login/oauth2/code/{id}', '200'], ['/login/oauth2/code/{id}', '400']]) {
+          const answer = doc.paths[path!].get.responses[status!]
+          const resolved = answer.$ref ? doc.components.responses[answer.$ref.split('/').at(-1)] : answer
+          assert.deepEqual(resolved.headers['Set-Cookie'], { $ref: '#/components/headers/Set-Cookie' }, `${path} ${status}`)
+        }
       })
 
       it('refuses the callback in another browser (login CSRF): 400 INVALID_TOKEN, the flow used up, nothing linked', async () => {
