@@ -218,7 +218,7 @@ describeEachBackend('payments', (ctx) => {
       assertError(await patch(ctx.api, url, o.admin, { status: 'DELIVERED' }), {
         code: 'INVALID_ORDER_STATUS',
         instance: url,
-        detail: `Cannot deliver an order that is CONFIRMED: its payment is ${status}; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.`,
+        detail: 'Cannot deliver an order that is CONFIRMED: its balanceDue is 1000 (paymentStatus UNPAID); delivery needs it paid in full.',
       })
       assert.equal((await get(ctx.api, url, o.admin)).json().data.status, 'CONFIRMED')
     })
