@@ -126,6 +126,8 @@ const TIMEOUTS = { request: 30_000, headers: 10_000, keepAlive: 72_000, connecti
 /** How often expired rows (idempotency keys, refresh and mailed tokens) are purged. */
 const PURGE_INTERVAL_MS = 10 * 60 * 1000
 const RESERVATION_SWEEP_MS = 15_000
+/** Where `GET /` leads: the reference page. */
+const HOME = '/docs/index.html'
 
 /**
  * Assembles the service: database (migrated), wire rules, access rules, features, error handling.
@@ -246,6 +248,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(eventRoutes)
   await app.register(webhookRoutes)
   await app.register(adminMemberRoutes)
+  // `/` sends a person who opens the service's address to the docs (to the back office, once one is served).
+  app.get('/', { config: { access: 'public' }, schema: { hide: true } }, async (_request, reply) => reply.redirect(HOME))
   registerMethodNotAllowed(app, routes)
 
   // Housekeeping: rows whose lifetime has ended are deleted in the background, so tables do not grow forever.

@@ -4,11 +4,14 @@
  */
 export const ERRORS = {
   VALIDATION_FAILED: { status: 400, title: 'Validation Failed' },
+  LAST_SIGN_IN_METHOD: { status: 400, title: 'Last Sign-In Method' },
   MALFORMED_REQUEST: { status: 400, title: 'Malformed Request' },
   INVALID_ORDER_STATUS: { status: 400, title: 'Invalid Order Status' },
   INVALID_PAYMENT_STATUS: { status: 400, title: 'Invalid Payment Status' },
   INVALID_TOKEN: { status: 400, title: 'Invalid Token' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+  EMAIL_NOT_VERIFIED: { status: 401, title: 'Email Not Verified' },
+  INVALID_CLAIMS: { status: 401, title: 'Invalid Claims' },
   PAYMENT_DECLINED: { status: 402, title: 'Payment Declined' },
   ACCESS_DENIED: { status: 403, title: 'Forbidden' },
   ACCOUNT_SUSPENDED: { status: 403, title: 'Account Suspended' },
@@ -18,6 +21,7 @@ export const ERRORS = {
   CATEGORY_NOT_FOUND: { status: 404, title: 'Category Not Found' },
   PAYMENT_NOT_FOUND: { status: 404, title: 'Payment Not Found' },
   API_KEY_NOT_FOUND: { status: 404, title: 'API Key Not Found' },
+  IDENTITY_NOT_FOUND: { status: 404, title: 'Identity Not Found' },
   EVENT_NOT_FOUND: { status: 404, title: 'Event Not Found' },
   WEBHOOK_ENDPOINT_NOT_FOUND: { status: 404, title: 'Webhook Endpoint Not Found' },
   WEBHOOK_DELIVERY_NOT_FOUND: { status: 404, title: 'Webhook Delivery Not Found' },

@@ -60,7 +60,7 @@ export async function createTestDatabase (backend: Backend, options: OpenOptions
 
 const TABLES = [
   'webhook_deliveries', 'webhook_endpoints', 'events', 'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
-  'refresh_tokens', 'sessions', 'member_tokens', 'api_keys',
+  'refresh_tokens', 'sessions', 'member_tokens', 'api_keys', 'oidc_flows', 'oidc_login_codes',
 ]
 
 /** Empties every table but keeps the admin (and the signing key), so tests start from the same state. */
@@ -216,6 +216,10 @@ const TITLES: Record<string, [number, string]> = {
   INVALID_PAYMENT_STATUS: [400, 'Invalid Payment Status'],
   INVALID_TOKEN: [400, 'Invalid Token'],
   UNAUTHORIZED: [401, 'Unauthorized'],
+  EMAIL_NOT_VERIFIED: [401, 'Email Not Verified'],
+  INVALID_CLAIMS: [401, 'Invalid Claims'],
+  LAST_SIGN_IN_METHOD: [400, 'Last Sign-In Method'],
+  IDENTITY_NOT_FOUND: [404, 'Identity Not Found'],
   PAYMENT_DECLINED: [402, 'Payment Declined'],
   ACCESS_DENIED: [403, 'Forbidden'],
   ACCOUNT_SUSPENDED: [403, 'Account Suspended'],

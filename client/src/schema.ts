@@ -253,6 +253,26 @@ export interface paths {
         patch: operations["revokeApiKey"];
         trace?: never;
     };
+    "/api/v1/members/me/identities/{provider}/unlink": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Unlink the caller’s accounts at one OpenID provider
+         * @description Removes every link between the caller and accounts at this provider (its registration id, as listed in identityProviders of GET /members/me); signing in through it then no longer reaches this account. Answers the account as GET /members/me shows it. Nothing linked through it: 404 IDENTITY_NOT_FOUND. It would leave no way to sign in (no password and no other provider): 400 LAST_SIGN_IN_METHOD. Needs a bearer session: with X-API-Key, 403. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["unlinkIdentity"];
+        trace?: never;
+    };
     "/api/v1/admin/members/{id}": {
         parameters: {
             query?: never;
@@ -286,7 +306,7 @@ export interface paths {
         };
         /**
          * Sign in with an OpenID provider: redirects to it
-         * @description Answers 302 to the provider (authorization code flow with PKCE S256, state and nonce, scope `openid email profile`); the provider sends the browser back to GET /login/oauth2/code/{id}. The flow is stored for 10 minutes and works once. With redirect_uri (which must start with an OIDC_REDIRECT_ALLOWLIST prefix, compared as a URL: scheme, host and port exactly, path by whole segments; else 400 naming redirect_uri) the sign-in ends with a 302 there carrying login_code (traded at POST /api/v1/auth/login) and the client’s own state. Unknown id: 404. A provider that cannot be reached: 503 with Retry-After. Unknown query parameters are ignored.
+         * @description Answers 302 to the provider (authorization code flow with PKCE S256, state and nonce, scope `openid email profile`); the provider sends the browser back to GET /login/oauth2/code/{id}. The flow is stored for 10 minutes and works once. With redirect_uri (which must start with an OIDC_REDIRECT_ALLOWLIST prefix, compared as a URL: scheme, host and port exactly, path by whole segments; a path with an encoded `/`, `\` or `.`, a `..` segment, a `\` or a `;` is refused even under an allowed prefix; else 400 naming redirect_uri) the sign-in ends with a 302 there carrying login_code (traded at POST /api/v1/auth/login) and the client’s own state. The answer sets a short-lived cookie (HttpOnly, SameSite=Lax, path /login/oauth2/, 10 minutes) that binds the flow to this browser: the callback refuses a flow without it. Counts against AUTH_RATE_LIMIT. Unknown id: 404. A provider that cannot be reached: 503 with Retry-After. Unknown query parameters are ignored.
          */
         get: operations["startOidcSignIn"];
         put?: never;
@@ -306,7 +326,7 @@ export interface paths {
         };
         /**
          * Where the OpenID provider sends the browser back
-         * @description Checks and uses up the state (unknown, used or expired: 400 INVALID_TOKEN), exchanges the code and checks the ID token (signature, iss, aud, exp, nonce; refused, the provider’s error=, or no email: 401). The member is the one linked to the provider account; on first sign-in an existing member with the token’s email is linked only when email_verified is true (else 409 EMAIL_ALREADY_REGISTERED), otherwise a member is created. Suspended: 403. Without a redirect_uri the answer is the login answer (200); with one, a 302 to it with login_code and the client’s state, and any failure after the state is known is a 302 there with error=<CODE>. Answers carry Cache-Control: no-store.
+         * @description Checks and uses up the state (unknown, used or expired: 400 INVALID_TOKEN), then that the browser holds the cookie the start set for this flow (missing or wrong: INVALID_TOKEN; the cookie is cleared either way), exchanges the code and checks the ID token (signature, iss, aud, exp, nonce; refused, the provider’s error=, or no email: 401). The member is the one linked to the provider account. Otherwise the token must say email_verified: true (else 401 EMAIL_NOT_VERIFIED) and carry a valid email (an email or sub with a control character: 401 INVALID_CLAIMS); an admin with that email is never linked automatically (403 ACCESS_DENIED); another existing member with it is linked (an unverified one is taken back first: password, sessions, API keys and other links removed); else a member is created with the name claim cleaned of control and format characters. Suspended: 403. Without a redirect_uri the answer is the login answer (200); with one, a 302 to it with login_code and the client’s state, and any failure after the state is known is a 302 there with error=<CODE>. Answers carry Cache-Control: no-store.
          */
         get: operations["finishOidcSignIn"];
         put?: never;
@@ -1238,7 +1258,248 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "order.placed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.placed: POST /orders created an order (not on an idempotent replay)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.placed` (or to all types) when POST /orders created an order (not on an idempotent replay). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderPlacedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.confirmed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.confirmed: the owner confirmed the order
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.confirmed` (or to all types) when the owner confirmed the order. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderConfirmedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.cancelled: the owner or an admin cancelled the order
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.cancelled` (or to all types) when the owner or an admin cancelled the order. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.expired: the order was not confirmed within ORDER_RESERVATION_TTL and the service cancelled it
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.expired` (or to all types) when the order was not confirmed within ORDER_RESERVATION_TTL and the service cancelled it. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderExpiredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.delivered: an admin marked the order delivered
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.delivered` (or to all types) when an admin marked the order delivered. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderDeliveredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.deleted: the order was deleted (from an active state: after the payment’s event)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.deleted` (or to all types) when the order was deleted (from an active state: after the payment’s event). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderDeletedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.updated: PUT or PATCH changed the memo or the shipping address without a status change
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.updated` (or to all types) when PUT or PATCH changed the memo or the shipping address without a status change. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderUpdatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.created: a confirm opened the order’s payment
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.created` (or to all types) when a confirm opened the order’s payment. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.succeeded: processing captured the payment
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.succeeded` (or to all types) when processing captured the payment. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentSucceededWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.failed: processing was declined
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.failed` (or to all types) when processing was declined. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentFailedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.refunded: a refund, partial or full (`data.refund.amount`)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.refunded` (or to all types) when a refund, partial or full (`data.refund.amount`). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentRefundedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.cancelled: the order was cancelled or deleted while the payment was PENDING or FAILED
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.cancelled` (or to all types) when the order was cancelled or deleted while the payment was PENDING or FAILED. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         InvalidParam: {
@@ -1250,7 +1511,7 @@ export interface components {
          * @description What went wrong, one code per cause (the error catalogue); each operation lists the codes it can answer per status
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "UNPAID_ORDER_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "UNPAID_ORDER_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Problem: {
             /** Format: uri */
             type: string;
@@ -1472,48 +1733,6 @@ export interface components {
             data: components["schemas"]["Category"][];
             error: null;
         };
-        /** @enum {unknown} */
-        PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-        /** @description The payment of a confirmed order */
-        Payment: {
-            paymentId: number;
-            orderId: number;
-            amount: number;
-            refundedAmount: number;
-            /** @example USD */
-            currency: string;
-            status: components["schemas"]["PaymentStatus"];
-            method: string | null;
-            failureReason: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        PaymentEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["Payment"];
-            error: null;
-        };
-        PaymentSlice: {
-            content: components["schemas"]["Payment"][];
-            size: number;
-            hasNext: boolean;
-            nextCursor: string | null;
-        };
-        PaymentSliceEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["PaymentSlice"];
-            error: null;
-        };
         /**
          * @description PLACED → CONFIRMED → DELIVERED, or CANCELLED; DELETED is a soft delete. PENDING is a legacy status: no order placed through this API enters it; orders carried over from an earlier system may still have it, and it behaves as PLACED everywhere (the same verbs and transitions, no reservation deadline).
          * @enum {unknown}
@@ -1630,6 +1849,48 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["OrderHistoryEntry"][];
+            error: null;
+        };
+        /** @enum {unknown} */
+        PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
+        /** @description The payment of a confirmed order */
+        Payment: {
+            paymentId: number;
+            orderId: number;
+            amount: number;
+            refundedAmount: number;
+            /** @example USD */
+            currency: string;
+            status: components["schemas"]["PaymentStatus"];
+            method: string | null;
+            failureReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        PaymentEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Payment"];
+            error: null;
+        };
+        PaymentSlice: {
+            content: components["schemas"]["Payment"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        PaymentSliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["PaymentSlice"];
             error: null;
         };
         /** @enum {unknown} */
@@ -1877,6 +2138,24 @@ export interface components {
         Error400_VALIDATION_FAILED_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed) */
+        Error400_VALIDATION_FAILED_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1899,6 +2178,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "VALIDATION_FAILED" | "INVALID_TOKEN";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), LAST_SIGN_IN_METHOD (Last Sign-In Method), MALFORMED_REQUEST (Malformed Request) */
+        Error400_VALIDATION_FAILED_LAST_SIGN_IN_METHOD_MALFORMED_REQUEST: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST";
                     };
                 };
             };
@@ -2042,8 +2337,8 @@ export interface components {
                 };
             };
         };
-        /** @description Unauthorized: UNAUTHORIZED (Unauthorized) */
-        Error401_UNAUTHORIZED_3: {
+        /** @description Unauthorized: UNAUTHORIZED (Unauthorized), EMAIL_NOT_VERIFIED (Email Not Verified), INVALID_CLAIMS (Invalid Claims) */
+        Error401_UNAUTHORIZED_EMAIL_NOT_VERIFIED_INVALID_CLAIMS: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
@@ -2053,7 +2348,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
                     error?: {
                         /** @enum {string} */
-                        code?: "UNAUTHORIZED";
+                        code?: "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS";
                     };
                 };
             };
@@ -2109,6 +2404,21 @@ export interface components {
                 };
             };
         };
+        /** @description Forbidden: ACCESS_DENIED (Forbidden), ACCOUNT_SUSPENDED (Account Suspended) */
+        Error403_ACCESS_DENIED_ACCOUNT_SUSPENDED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ACCESS_DENIED" | "ACCOUNT_SUSPENDED";
+                    };
+                };
+            };
+        };
         /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
         Error403_ACCOUNT_SUSPENDED: {
             headers: {
@@ -2117,21 +2427,6 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
-                    error?: {
-                        /** @enum {string} */
-                        code?: "ACCOUNT_SUSPENDED";
-                    };
-                };
-            };
-        };
-        /** @description Forbidden: ACCOUNT_SUSPENDED (Account Suspended) */
-        Error403_ACCOUNT_SUSPENDED_2: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -2187,6 +2482,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "EVENT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: IDENTITY_NOT_FOUND (Identity Not Found) */
+        Error404_IDENTITY_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "IDENTITY_NOT_FOUND";
                     };
                 };
             };
@@ -2289,6 +2600,24 @@ export interface components {
         };
         /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
         Error404_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: RESOURCE_NOT_FOUND (Not Found) */
+        Error404_RESOURCE_NOT_FOUND_2: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -2589,6 +2918,25 @@ export interface components {
                 };
             };
         };
+        /** @description Too Many Requests: TOO_MANY_REQUESTS (Too Many Requests) */
+        Error429_TOO_MANY_REQUESTS_2: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "TOO_MANY_REQUESTS";
+                    };
+                };
+            };
+        };
         /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
         Error500_INTERNAL_ERROR: {
             headers: {
@@ -2626,6 +2974,24 @@ export interface components {
         };
         /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
         Error500_INTERNAL_ERROR_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                    };
+                };
+            };
+        };
+        /** @description Internal Server Error: INTERNAL_ERROR (Internal Server Error) */
+        Error500_INTERNAL_ERROR_4: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -2678,6 +3044,25 @@ export interface components {
         };
         /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
         Error503_SERVICE_UNAVAILABLE_3: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "SERVICE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+        /** @description Service Unavailable: SERVICE_UNAVAILABLE (Service Unavailable) */
+        Error503_SERVICE_UNAVAILABLE_4: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "Retry-After": components["headers"]["Retry-After"];
@@ -2740,6 +3125,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "status": "UP"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2765,6 +3159,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct horse battery staple",
+                 *       "name": "Ada Lovelace"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: email
@@ -2774,7 +3175,7 @@ export interface operations {
                     /** @description 8 to 128 characters; not a common password, not the email address nor the part before its @ */
                     password: string;
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name: string;
@@ -2794,6 +3195,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
@@ -2823,6 +3239,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z",
+                     *         "identityProviders": []
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MyAccountEnvelope"];
                 };
             };
@@ -2855,6 +3287,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
@@ -2881,9 +3328,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ada King"
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -2899,6 +3351,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
@@ -2921,6 +3388,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "v3rT9kLm2QxZ8pW4nB6cH1jF5sD7gA0eY"
+                 *     }
+                 */
                 "application/json": {
                     token: string;
                 };
@@ -2935,6 +3407,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -2979,6 +3458,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3Iiwicm9sZSI6IlVTRVIifQ.c2lnbmF0dXJlLW9mLXRoZS1leGFtcGxl",
+                     *         "refreshToken": "Yq3nK8vB2mR5tW9xZ1cF4hJ7lP0sD6gA-eU_oI3rT8k",
+                     *         "tokenType": "Bearer",
+                     *         "expiresIn": 900,
+                     *         "refreshExpiresIn": 1209600
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
@@ -3001,6 +3493,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "refreshToken": "Yq3nK8vB2mR5tW9xZ1cF4hJ7lP0sD6gA-eU_oI3rT8k"
+                 *     }
+                 */
                 "application/json": {
                     refreshToken: string;
                 };
@@ -3018,6 +3515,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3Iiwicm9sZSI6IlVTRVIifQ.c2lnbmF0dXJlLW9mLXRoZS1leGFtcGxl",
+                     *         "refreshToken": "Yq3nK8vB2mR5tW9xZ1cF4hJ7lP0sD6gA-eU_oI3rT8k",
+                     *         "tokenType": "Bearer",
+                     *         "expiresIn": 900,
+                     *         "refreshExpiresIn": 1209600
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
@@ -3040,6 +3550,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -3055,6 +3566,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -3077,6 +3595,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "correct horse battery staple",
+                 *       "newPassword": "tr0ub4dor and three more words"
+                 *     }
+                 */
                 "application/json": {
                     currentPassword?: string;
                     /** @description 8 to 128 characters; not a common password, not the email address nor the part before its @ */
@@ -3096,6 +3620,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -3143,6 +3674,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -3171,6 +3709,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "keyId": 3,
+                     *           "name": "warehouse sync",
+                     *           "prefix": "k7Rt2pQx",
+                     *           "createdAt": "2026-11-21T16:05:00.000Z",
+                     *           "revokedAt": null
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ApiKeyListEnvelope"];
                 };
             };
@@ -3190,9 +3743,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "warehouse sync"
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example warehouse sync
                      */
                     name: string;
@@ -3211,6 +3769,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "keyId": 3,
+                     *         "name": "warehouse sync",
+                     *         "prefix": "k7Rt2pQx",
+                     *         "secret": "k7Rt2pQxV9mB4nL8cW1zH6fJ3sD0gA5eY2uT7oI9rK4",
+                     *         "createdAt": "2026-11-21T16:05:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CreatedApiKeyEnvelope"];
                 };
             };
@@ -3241,6 +3812,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -3253,6 +3825,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -3260,6 +3839,64 @@ export interface operations {
             401: components["responses"]["Error401_UNAUTHORIZED"];
             403: components["responses"]["Error403_ACCESS_DENIED"];
             404: components["responses"]["Error404_API_KEY_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    unlinkIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The registration id of the OpenID provider (as in identityProviders)
+                 * @example google
+                 */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z",
+                     *         "identityProviders": []
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MyAccountEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_LAST_SIGN_IN_METHOD_MALFORMED_REQUEST"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_IDENTITY_NOT_FOUND"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
@@ -3289,6 +3926,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
@@ -3315,11 +3967,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "SUSPENDED"
+                 *     }
+                 */
                 "application/json": {
                     role?: components["schemas"]["Role"];
                     status?: components["schemas"]["MemberStatus"];
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Ada Lovelace
                      */
                     name?: string;
@@ -3335,6 +3992,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "memberId": 7,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada Lovelace",
+                     *         "role": "USER",
+                     *         "status": "ACTIVE",
+                     *         "emailVerified": true,
+                     *         "createdAt": "2026-11-01T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberEnvelope"];
                 };
             };
@@ -3373,12 +4045,16 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     Location: components["headers"]["Location"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
             };
             400: components["responses"]["Error400_VALIDATION_FAILED_2"];
             404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            429: components["responses"]["Error429_TOO_MANY_REQUESTS_2"];
             500: components["responses"]["Error500_INTERNAL_ERROR_3"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
         };
@@ -3410,6 +4086,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "accessToken": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI3Iiwicm9sZSI6IlVTRVIifQ.c2lnbmF0dXJlLW9mLXRoZS1leGFtcGxl",
+                     *         "refreshToken": "Yq3nK8vB2mR5tW9xZ1cF4hJ7lP0sD6gA-eU_oI3rT8k",
+                     *         "tokenType": "Bearer",
+                     *         "expiresIn": 900,
+                     *         "refreshExpiresIn": 1209600
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["TokenPairEnvelope"];
                 };
             };
@@ -3423,12 +4112,12 @@ export interface operations {
                 content?: never;
             };
             400: components["responses"]["Error400_VALIDATION_FAILED_INVALID_TOKEN"];
-            401: components["responses"]["Error401_UNAUTHORIZED_3"];
-            403: components["responses"]["Error403_ACCOUNT_SUSPENDED_2"];
-            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
+            401: components["responses"]["Error401_UNAUTHORIZED_EMAIL_NOT_VERIFIED_INVALID_CLAIMS"];
+            403: components["responses"]["Error403_ACCESS_DENIED_ACCOUNT_SUSPENDED"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_2"];
             409: components["responses"]["Error409_EMAIL_ALREADY_REGISTERED_2"];
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
-            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE_4"];
         };
     };
     listProducts: {
@@ -3442,10 +4131,7 @@ export interface operations {
                 page?: number;
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
-                /**
-                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
-                 * @example espresso bean
-                 */
+                /** @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits), e.g. `espresso bean` */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
@@ -3466,6 +4152,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "productId": 12,
+                     *             "name": "Espresso beans, 1 kg",
+                     *             "description": "Dark roast, whole beans",
+                     *             "price": 2450,
+                     *             "currency": "USD",
+                     *             "stockQuantity": 98,
+                     *             "categoryId": 3,
+                     *             "status": "ACTIVE",
+                     *             "createdAt": "2026-11-20T08:00:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductSliceEnvelope"];
                 };
             };
@@ -3485,10 +4196,7 @@ export interface operations {
                 page?: number;
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
-                /**
-                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
-                 * @example espresso bean
-                 */
+                /** @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits), e.g. `espresso bean` */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
@@ -3509,6 +4217,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "productId": 12,
+                     *             "name": "Espresso beans, 1 kg",
+                     *             "description": "Dark roast, whole beans",
+                     *             "price": 2450,
+                     *             "currency": "USD",
+                     *             "stockQuantity": 98,
+                     *             "categoryId": 3,
+                     *             "status": "ACTIVE",
+                     *             "createdAt": "2026-11-20T08:00:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductSliceEnvelope"];
                 };
             };
@@ -3540,6 +4273,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "productId": 12,
+                     *         "name": "Espresso beans, 1 kg",
+                     *         "description": "Dark roast, whole beans",
+                     *         "price": 2450,
+                     *         "currency": "USD",
+                     *         "stockQuantity": 98,
+                     *         "categoryId": 3,
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T08:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
@@ -3566,6 +4317,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "categoryId": 3,
+                     *           "name": "Coffee",
+                     *           "parentId": null
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CategoryListEnvelope"];
                 };
             };
@@ -3583,9 +4347,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Coffee",
+                 *       "parentId": null
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Coffee
                      */
                     name: string;
@@ -3603,6 +4373,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "categoryId": 3,
+                     *         "name": "Coffee",
+                     *         "parentId": null
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CategoryEnvelope"];
                 };
             };
@@ -3638,6 +4419,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "categoryId": 3,
+                     *         "name": "Coffee",
+                     *         "parentId": null
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["CategoryEnvelope"];
                 };
             };
@@ -3656,10 +4448,7 @@ export interface operations {
                 size?: number;
                 /** @description Products of this category and of its subcategories */
                 categoryId?: number;
-                /**
-                 * @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)
-                 * @example espresso bean
-                 */
+                /** @description Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits), e.g. `espresso bean` */
                 q?: string;
                 /** @description Inclusive */
                 minPrice?: number;
@@ -3683,6 +4472,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "productId": 12,
+                     *             "name": "Espresso beans, 1 kg",
+                     *             "description": "Dark roast, whole beans",
+                     *             "price": 2450,
+                     *             "currency": "USD",
+                     *             "stockQuantity": 98,
+                     *             "categoryId": 3,
+                     *             "status": "ACTIVE",
+                     *             "createdAt": "2026-11-20T08:00:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductPageEnvelope"];
                 };
             };
@@ -3702,9 +4519,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Espresso beans, 1 kg",
+                 *       "description": "Dark roast, whole beans",
+                 *       "price": 2450,
+                 *       "stockQuantity": 100,
+                 *       "categoryId": 3,
+                 *       "status": "ACTIVE"
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -3731,6 +4558,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "productId": 12,
+                     *         "name": "Espresso beans, 1 kg",
+                     *         "description": "Dark roast, whole beans",
+                     *         "price": 2450,
+                     *         "currency": "USD",
+                     *         "stockQuantity": 98,
+                     *         "categoryId": 3,
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T08:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
@@ -3766,6 +4611,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "productId": 12,
+                     *         "name": "Espresso beans, 1 kg",
+                     *         "description": "Dark roast, whole beans",
+                     *         "price": 2450,
+                     *         "currency": "USD",
+                     *         "stockQuantity": 98,
+                     *         "categoryId": 3,
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T08:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
@@ -3792,9 +4655,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Espresso beans, 1 kg",
+                 *       "description": "Dark roast, whole beans",
+                 *       "price": 2600,
+                 *       "stockQuantity": 100,
+                 *       "categoryId": 3,
+                 *       "status": "ACTIVE"
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name: string;
@@ -3820,6 +4693,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "productId": 12,
+                     *         "name": "Espresso beans, 1 kg",
+                     *         "description": "Dark roast, whole beans",
+                     *         "price": 2450,
+                     *         "currency": "USD",
+                     *         "stockQuantity": 98,
+                     *         "categoryId": 3,
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T08:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
@@ -3848,9 +4739,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "stockQuantity": 250
+                 *     }
+                 */
                 "application/json": {
                     /**
-                     * @description Any text without control characters (Unicode Cc)
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
                      * @example Espresso beans, 1 kg
                      */
                     name?: string;
@@ -3876,6 +4772,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "productId": 12,
+                     *         "name": "Espresso beans, 1 kg",
+                     *         "description": "Dark roast, whole beans",
+                     *         "price": 2450,
+                     *         "currency": "USD",
+                     *         "stockQuantity": 98,
+                     *         "categoryId": 3,
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T08:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ProductEnvelope"];
                 };
             };
@@ -3898,10 +4812,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Zero-based page; not together with cursor */
                 page?: number;
-                /**
-                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
-                 * @example PLACED,CONFIRMED
-                 */
+                /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
             };
             header?: never;
@@ -3918,6 +4829,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "orderId": 42,
+                     *             "customerId": 7,
+                     *             "status": "PLACED",
+                     *             "itemCount": 2,
+                     *             "totalAmount": 5250,
+                     *             "currency": "USD",
+                     *             "createdAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderSummarySliceEnvelope"];
                 };
             };
@@ -3939,6 +4872,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "customerId": 7,
+                 *       "items": [
+                 *         {
+                 *           "productId": 12,
+                 *           "quantity": 2
+                 *         },
+                 *         {
+                 *           "productId": 15,
+                 *           "quantity": 1
+                 *         }
+                 *       ],
+                 *       "shippingAddress": "1 Main St, Springfield",
+                 *       "memo": "Leave at the door"
+                 *     }
+                 */
                 "application/json": {
                     customerId: number;
                     items: {
@@ -3958,11 +4908,52 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
                     ETag: components["headers"]["ETag"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -3976,6 +4967,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -3999,20 +5030,11 @@ export interface operations {
                 cursor?: string;
                 /** @description Zero-based page; not together with cursor */
                 page?: number;
-                /**
-                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
-                 * @example PLACED,CONFIRMED
-                 */
+                /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdFrom?: string;
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -4032,6 +5054,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "orderId": 42,
+                     *             "customerId": 7,
+                     *             "status": "PLACED",
+                     *             "itemCount": 2,
+                     *             "totalAmount": 5250,
+                     *             "currency": "USD",
+                     *             "createdAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderSummarySliceEnvelope"];
                 };
             };
@@ -4068,6 +5112,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -4107,6 +5191,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "PLACED",
+                 *       "memo": "Ring twice",
+                 *       "shippingAddress": "1 Main St, Springfield"
+                 *     }
+                 */
                 "application/json": {
                     status: components["schemas"]["OrderStatus"];
                     memo: string | null;
@@ -4124,6 +5215,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -4156,6 +5287,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "orderId": 42,
+                 *       "memo": "Ring twice"
+                 *     }
+                 */
                 "application/json": {
                     orderId: number;
                     status?: components["schemas"]["OrderStatus"] | null;
@@ -4173,6 +5310,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -4210,6 +5387,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "productId": 12,
+                     *           "productName": "Espresso beans, 1 kg",
+                     *           "quantity": 2,
+                     *           "unitPrice": 2450,
+                     *           "lineTotal": 4900
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderItemListEnvelope"];
                 };
             };
@@ -4244,6 +5436,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "from": null,
+                     *           "to": "PLACED",
+                     *           "action": "create",
+                     *           "actorId": 7,
+                     *           "actorRole": "USER",
+                     *           "at": "2026-11-22T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderHistoryEntryListEnvelope"];
                 };
             };
@@ -4274,6 +5482,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -4287,6 +5496,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -4320,6 +5536,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -4333,6 +5550,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -4366,6 +5590,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -4379,6 +5604,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -4400,10 +5632,7 @@ export interface operations {
                 page?: number;
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
-                /**
-                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
-                 * @example PLACED,CONFIRMED
-                 */
+                /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
@@ -4423,6 +5652,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "orderId": 42,
+                     *             "customerId": 7,
+                     *             "status": "PLACED",
+                     *             "itemCount": 2,
+                     *             "totalAmount": 5250,
+                     *             "currency": "USD",
+                     *             "createdAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderSummaryPageEnvelope"];
                 };
             };
@@ -4440,23 +5694,14 @@ export interface operations {
                 page?: number;
                 /** @description Page size, 1..100 (default 20) */
                 size?: number;
-                /**
-                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
-                 * @example PLACED,CONFIRMED
-                 */
+                /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdFrom?: string;
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -4476,6 +5721,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "orderId": 42,
+                     *             "customerId": 7,
+                     *             "status": "PLACED",
+                     *             "itemCount": 2,
+                     *             "totalAmount": 5250,
+                     *             "currency": "USD",
+                     *             "createdAt": "2026-11-22T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderSummaryPageEnvelope"];
                 };
             };
@@ -4489,23 +5759,14 @@ export interface operations {
     adminExportOrders: {
         parameters: {
             query?: {
-                /**
-                 * @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED)
-                 * @example PLACED,CONFIRMED
-                 */
+                /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdFrom?: string;
-                /**
-                 * @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999
-                 * @example 2026-11-22T09:30:00.000Z
-                 */
+                /** @description RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z` */
                 createdTo?: string;
                 minTotal?: number;
                 maxTotal?: number;
@@ -4526,6 +5787,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt
+                     *     42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z
+                     */
                     "text/csv": string;
                 };
             };
@@ -4563,6 +5828,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -4602,6 +5907,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "DELIVERED"
+                 *     }
+                 */
                 "application/json": {
                     status?: ("DELIVERED" | "CANCELLED") | null;
                     memo?: string | null;
@@ -4618,6 +5928,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "orderId": 42,
+                     *         "customerId": 7,
+                     *         "status": "PLACED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantity": 2,
+                     *             "unitPrice": 2450,
+                     *             "lineTotal": 4900
+                     *           },
+                     *           {
+                     *             "productId": 15,
+                     *             "productName": "Filter papers, 100",
+                     *             "quantity": 1,
+                     *             "unitPrice": 350,
+                     *             "lineTotal": 350
+                     *           }
+                     *         ],
+                     *         "totalAmount": 5250,
+                     *         "currency": "USD",
+                     *         "shippingAddress": "1 Main St, Springfield",
+                     *         "memo": "Leave at the door",
+                     *         "paymentId": null,
+                     *         "version": 1,
+                     *         "allowedActions": [
+                     *           "confirm",
+                     *           "cancel",
+                     *           "delete"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:30:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["OrderEnvelope"];
                 };
             };
@@ -4656,6 +6006,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "paymentId": 9,
+                     *             "orderId": 42,
+                     *             "amount": 5250,
+                     *             "refundedAmount": 0,
+                     *             "currency": "USD",
+                     *             "status": "COMPLETED",
+                     *             "method": "CARD",
+                     *             "failureReason": null,
+                     *             "createdAt": "2026-11-22T09:31:12.408Z",
+                     *             "updatedAt": "2026-11-22T09:31:40.125Z"
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["PaymentSliceEnvelope"];
                 };
             };
@@ -4688,6 +6063,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "paymentId": 9,
+                     *         "orderId": 42,
+                     *         "amount": 5250,
+                     *         "refundedAmount": 0,
+                     *         "currency": "USD",
+                     *         "status": "COMPLETED",
+                     *         "method": "CARD",
+                     *         "failureReason": null,
+                     *         "createdAt": "2026-11-22T09:31:12.408Z",
+                     *         "updatedAt": "2026-11-22T09:31:40.125Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
@@ -4717,6 +6110,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "paymentMethodToken": "tok_visa"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description A token from the payment provider for the customer's card or wallet. The simulated provider declines `tok_declined` and approves anything else.
@@ -4738,6 +6136,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "paymentId": 9,
+                     *         "orderId": 42,
+                     *         "amount": 5250,
+                     *         "refundedAmount": 0,
+                     *         "currency": "USD",
+                     *         "status": "COMPLETED",
+                     *         "method": "CARD",
+                     *         "failureReason": null,
+                     *         "createdAt": "2026-11-22T09:31:12.408Z",
+                     *         "updatedAt": "2026-11-22T09:31:40.125Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
@@ -4773,6 +6189,11 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "amount": 1000
+                 *     }
+                 */
                 "application/json": {
                     /** @description Minor units; absent = everything not yet refunded */
                     amount?: number;
@@ -4791,6 +6212,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "paymentId": 9,
+                     *         "orderId": 42,
+                     *         "amount": 5250,
+                     *         "refundedAmount": 1000,
+                     *         "currency": "USD",
+                     *         "status": "PARTIALLY_REFUNDED",
+                     *         "method": "CARD",
+                     *         "failureReason": null,
+                     *         "createdAt": "2026-11-22T09:31:12.408Z",
+                     *         "updatedAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["PaymentEnvelope"];
                 };
             };
@@ -4813,10 +6252,7 @@ export interface operations {
                 size?: number;
                 /** @description The nextCursor of the previous slice */
                 cursor?: string;
-                /**
-                 * @description One event type or several, comma-separated (order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled)
-                 * @example order.placed,order.cancelled
-                 */
+                /** @description One event type or several, comma-separated (order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled), e.g. `order.placed,order.cancelled` */
                 type?: string;
                 orderId?: number;
             };
@@ -4834,6 +6270,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "eventId": 801,
+                     *             "type": "order.placed",
+                     *             "timestamp": "2026-11-22T09:31:00.000Z",
+                     *             "orderId": 42,
+                     *             "sequence": 1,
+                     *             "data": {
+                     *               "order": {
+                     *                 "orderId": 42,
+                     *                 "customerId": 7,
+                     *                 "status": "PLACED",
+                     *                 "items": [
+                     *                   {
+                     *                     "productId": 12,
+                     *                     "productName": "Espresso beans, 1 kg",
+                     *                     "quantity": 2,
+                     *                     "unitPrice": 2450,
+                     *                     "lineTotal": 4900
+                     *                   },
+                     *                   {
+                     *                     "productId": 15,
+                     *                     "productName": "Filter papers, 100",
+                     *                     "quantity": 1,
+                     *                     "unitPrice": 350,
+                     *                     "lineTotal": 350
+                     *                   }
+                     *                 ],
+                     *                 "totalAmount": 5250,
+                     *                 "currency": "USD",
+                     *                 "shippingAddress": "1 Main St, Springfield",
+                     *                 "memo": "Leave at the door",
+                     *                 "paymentId": null,
+                     *                 "version": 1,
+                     *                 "createdAt": "2026-11-22T09:30:00.000Z",
+                     *                 "updatedAt": "2026-11-22T09:31:00.000Z"
+                     *               },
+                     *               "payment": null
+                     *             }
+                     *           }
+                     *         ],
+                     *         "size": 20,
+                     *         "hasNext": true,
+                     *         "nextCursor": "eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventSliceEnvelope"];
                 };
             };
@@ -4868,6 +6356,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "eventId": 801,
+                     *         "type": "order.placed",
+                     *         "timestamp": "2026-11-22T09:31:00.000Z",
+                     *         "orderId": 42,
+                     *         "sequence": 1,
+                     *         "data": {
+                     *           "order": {
+                     *             "orderId": 42,
+                     *             "customerId": 7,
+                     *             "status": "PLACED",
+                     *             "items": [
+                     *               {
+                     *                 "productId": 12,
+                     *                 "productName": "Espresso beans, 1 kg",
+                     *                 "quantity": 2,
+                     *                 "unitPrice": 2450,
+                     *                 "lineTotal": 4900
+                     *               },
+                     *               {
+                     *                 "productId": 15,
+                     *                 "productName": "Filter papers, 100",
+                     *                 "quantity": 1,
+                     *                 "unitPrice": 350,
+                     *                 "lineTotal": 350
+                     *               }
+                     *             ],
+                     *             "totalAmount": 5250,
+                     *             "currency": "USD",
+                     *             "shippingAddress": "1 Main St, Springfield",
+                     *             "memo": "Leave at the door",
+                     *             "paymentId": null,
+                     *             "version": 1,
+                     *             "createdAt": "2026-11-22T09:30:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:31:00.000Z"
+                     *           },
+                     *           "payment": null
+                     *         }
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EventEnvelope"];
                 };
             };
@@ -4901,6 +6434,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "endpointId": 5,
+                     *             "url": "https://hooks.example.com/orders",
+                     *             "eventTypes": [
+                     *               "order.placed",
+                     *               "order.cancelled",
+                     *               "payment.refunded"
+                     *             ],
+                     *             "description": "Fulfilment system",
+                     *             "status": "ACTIVE",
+                     *             "createdAt": "2026-11-20T12:00:00.000Z",
+                     *             "updatedAt": "2026-11-20T12:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointPageEnvelope"];
                 };
             };
@@ -4920,6 +6482,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/orders",
+                 *       "eventTypes": [
+                 *         "order.placed",
+                 *         "order.cancelled",
+                 *         "payment.refunded"
+                 *       ],
+                 *       "description": "Fulfilment system"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Absolute https:// URL (≤ 2048 characters, no user-info) of a public host; http:// and private hosts only with WEBHOOK_ALLOW_PRIVATE=true
@@ -4941,6 +6514,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "endpointId": 5,
+                     *         "url": "https://hooks.example.com/orders",
+                     *         "eventTypes": [
+                     *           "order.placed",
+                     *           "order.cancelled",
+                     *           "payment.refunded"
+                     *         ],
+                     *         "description": "Fulfilment system",
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T12:00:00.000Z",
+                     *         "updatedAt": "2026-11-20T12:00:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw4uGlSHSuMfY="
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
                 };
             };
@@ -4976,6 +6569,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "endpointId": 5,
+                     *         "url": "https://hooks.example.com/orders",
+                     *         "eventTypes": [
+                     *           "order.placed",
+                     *           "order.cancelled",
+                     *           "payment.refunded"
+                     *         ],
+                     *         "description": "Fulfilment system",
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T12:00:00.000Z",
+                     *         "updatedAt": "2026-11-20T12:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
@@ -5002,6 +6614,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "DISABLED"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Absolute https:// URL (≤ 2048 characters, no user-info) of a public host; http:// and private hosts only with WEBHOOK_ALLOW_PRIVATE=true
@@ -5023,6 +6640,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "endpointId": 5,
+                     *         "url": "https://hooks.example.com/orders",
+                     *         "eventTypes": [
+                     *           "order.placed",
+                     *           "order.cancelled",
+                     *           "payment.refunded"
+                     *         ],
+                     *         "description": "Fulfilment system",
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T12:00:00.000Z",
+                     *         "updatedAt": "2026-11-20T12:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointEnvelope"];
                 };
             };
@@ -5052,6 +6688,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -5064,6 +6701,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "endpointId": 5,
+                     *         "url": "https://hooks.example.com/orders",
+                     *         "eventTypes": [
+                     *           "order.placed",
+                     *           "order.cancelled",
+                     *           "payment.refunded"
+                     *         ],
+                     *         "description": "Fulfilment system",
+                     *         "status": "ACTIVE",
+                     *         "createdAt": "2026-11-20T12:00:00.000Z",
+                     *         "updatedAt": "2026-11-20T12:00:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw4uGlSHSuMfY="
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookEndpointWithSecretEnvelope"];
                 };
             };
@@ -5093,6 +6750,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -5105,6 +6763,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": null,
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["EmptyEnvelope"];
                 };
             };
@@ -5147,6 +6812,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "deliveryId": 31,
+                     *             "endpointId": 5,
+                     *             "eventId": 812,
+                     *             "eventType": "order.placed",
+                     *             "status": "SUCCEEDED",
+                     *             "attempts": 1,
+                     *             "lastAttemptAt": "2026-11-22T09:30:00.412Z",
+                     *             "nextAttemptAt": null,
+                     *             "lastResponseStatus": 204,
+                     *             "lastError": null
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookDeliveryPageEnvelope"];
                 };
             };
@@ -5174,6 +6867,7 @@ export interface operations {
         /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
         requestBody?: {
             content: {
+                /** @example {} */
                 "application/json": Record<string, never>;
             };
         };
@@ -5186,6 +6880,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "deliveryId": 31,
+                     *         "endpointId": 5,
+                     *         "eventId": 812,
+                     *         "eventType": "order.placed",
+                     *         "status": "SUCCEEDED",
+                     *         "attempts": 1,
+                     *         "lastAttemptAt": "2026-11-22T09:30:00.412Z",
+                     *         "nextAttemptAt": null,
+                     *         "lastResponseStatus": 204,
+                     *         "lastError": null
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["WebhookDeliveryEnvelope"];
                 };
             };
@@ -5226,6 +6938,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "memberId": 7,
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace",
+                     *             "role": "USER",
+                     *             "status": "ACTIVE",
+                     *             "emailVerified": true,
+                     *             "createdAt": "2026-11-01T10:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberPageEnvelope"];
                 };
             };
@@ -5247,10 +6984,7 @@ export interface operations {
                 status?: components["schemas"]["MemberStatus"];
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "email" | "email,asc" | "email,desc" | "name" | "name,asc" | "name,desc";
-                /**
-                 * @description Part of the email or the name (case-insensitive)
-                 * @example ada
-                 */
+                /** @description Part of the email or the name (case-insensitive), e.g. `ada` */
                 q?: string;
             };
             header?: never;
@@ -5267,6 +7001,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "memberId": 7,
+                     *             "email": "ada@example.com",
+                     *             "name": "Ada Lovelace",
+                     *             "role": "USER",
+                     *             "status": "ACTIVE",
+                     *             "emailVerified": true,
+                     *             "createdAt": "2026-11-01T10:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["MemberPageEnvelope"];
                 };
             };
@@ -5293,10 +7052,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example # HELP orders_placed_total Orders placed (idempotent replays not counted)
+                     *     # TYPE orders_placed_total counter
+                     *     orders_placed_total 1532
+                     */
                     "text/plain; version=0.0.4; charset=utf-8": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     listMetricNames: {
@@ -5315,10 +7079,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "names": [
+                     *         "http.server.requests",
+                     *         "orders.placed",
+                     *         "webhook.deliveries"
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["MetricNames"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getMetric: {
@@ -5343,12 +7116,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "http.server.requests",
+                     *       "description": "HTTP server request durations",
+                     *       "baseUnit": "seconds",
+                     *       "measurements": [
+                     *         {
+                     *           "statistic": "COUNT",
+                     *           "value": 1532
+                     *         },
+                     *         {
+                     *           "statistic": "TOTAL_TIME",
+                     *           "value": 4.81
+                     *         }
+                     *       ],
+                     *       "availableTags": [
+                     *         {
+                     *           "tag": "method",
+                     *           "values": [
+                     *             "GET",
+                     *             "POST"
+                     *           ]
+                     *         },
+                     *         {
+                     *           "tag": "status",
+                     *           "values": [
+                     *             "200",
+                     *             "201",
+                     *             "404"
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["Metric"];
                 };
             };
-            400: components["responses"]["Error400_VALIDATION_FAILED_2"];
-            404: components["responses"]["Error404_RESOURCE_NOT_FOUND"];
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            400: components["responses"]["Error400_VALIDATION_FAILED_3"];
+            404: components["responses"]["Error404_RESOURCE_NOT_FOUND_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getOpenApiDocument: {
@@ -5367,10 +7174,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "openapi": "3.1.0",
+                     *       "info": {
+                     *         "title": "Order service API",
+                     *         "version": "0.1.0"
+                     *       },
+                     *       "paths": {}
+                     *     }
+                     */
                     "application/json": Record<string, never>;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getActuatorHealth: {
@@ -5389,10 +7206,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "UP",
+                     *       "components": {
+                     *         "db": {
+                     *           "status": "UP",
+                     *           "details": {
+                     *             "database": "PostgreSQL"
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
             /** @description DOWN: the database cannot be reached (not an envelope) */
             503: {
                 headers: {
@@ -5422,10 +7252,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "UP"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getReadiness: {
@@ -5444,10 +7279,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "status": "UP"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Probe"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
             /** @description DOWN (not an envelope) */
             503: {
                 headers: {
@@ -5477,10 +7317,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "app": {
+                     *         "name": "order-service",
+                     *         "version": "0.1.0"
+                     *       },
+                     *       "build": {
+                     *         "time": "2026-11-22T08:00:00.000Z"
+                     *       },
+                     *       "git": {
+                     *         "commit": "4f2d9c1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["BuildInfo"];
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     redirectToSwaggerUi: {
@@ -5501,7 +7355,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     redirectToReferencePage: {
@@ -5522,7 +7376,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
         };
     };
     getReferencePage: {
@@ -5541,10 +7395,1529 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example <!doctype html><html lang="en"><head><title>Order service API</title></head><body>…</body></html> */
                     "text/html": string;
                 };
             };
-            500: components["responses"]["Error500_INTERNAL_ERROR_3"];
+            500: components["responses"]["Error500_INTERNAL_ERROR_4"];
+        };
+    };
+    orderPlacedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.placed` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 801,
+                 *       "type": "order.placed",
+                 *       "timestamp": "2026-11-22T09:31:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 1,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "PLACED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": null,
+                 *           "version": 1,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:31:00.000Z"
+                 *         },
+                 *         "payment": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.placed";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderConfirmedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.confirmed` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 804,
+                 *       "type": "order.confirmed",
+                 *       "timestamp": "2026-11-22T09:34:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 4,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 4,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:34:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "PENDING",
+                 *           "method": null,
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:34:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.confirmed";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.cancelled` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 808,
+                 *       "type": "order.cancelled",
+                 *       "timestamp": "2026-11-22T09:38:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 8,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 8,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "currency": "USD",
+                 *           "status": "REFUNDED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.cancelled";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderExpiredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.expired` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 802,
+                 *       "type": "order.expired",
+                 *       "timestamp": "2026-11-22T09:32:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 2,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": null,
+                 *           "version": 2,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:32:00.000Z"
+                 *         },
+                 *         "payment": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.expired";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderDeliveredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.delivered` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 807,
+                 *       "type": "order.delivered",
+                 *       "timestamp": "2026-11-22T09:37:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 7,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 7,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.delivered";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderDeletedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.deleted` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 808,
+                 *       "type": "order.deleted",
+                 *       "timestamp": "2026-11-22T09:38:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 8,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELETED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 8,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "currency": "USD",
+                 *           "status": "REFUNDED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.deleted";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderUpdatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.updated` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 802,
+                 *       "type": "order.updated",
+                 *       "timestamp": "2026-11-22T09:32:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 2,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "PLACED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Ring twice",
+                 *           "paymentId": null,
+                 *           "version": 2,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:32:00.000Z"
+                 *         },
+                 *         "payment": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.updated";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.created` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 803,
+                 *       "type": "payment.created",
+                 *       "timestamp": "2026-11-22T09:33:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 3,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 3,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:33:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "PENDING",
+                 *           "method": null,
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:33:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.created";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentSucceededWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.succeeded` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 806,
+                 *       "type": "payment.succeeded",
+                 *       "timestamp": "2026-11-22T09:36:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 6,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 6,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:36:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:36:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.succeeded";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentFailedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.failed` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 805,
+                 *       "type": "payment.failed",
+                 *       "timestamp": "2026-11-22T09:35:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 5,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 5,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "FAILED",
+                 *           "method": null,
+                 *           "failureReason": "card_declined",
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.failed";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentRefundedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.refunded` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 807,
+                 *       "type": "payment.refunded",
+                 *       "timestamp": "2026-11-22T09:37:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 7,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 7,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "currency": "USD",
+                 *           "status": "REFUNDED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         },
+                 *         "refund": {
+                 *           "amount": 5250
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.refunded";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.cancelled` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 805,
+                 *       "type": "payment.cancelled",
+                 *       "timestamp": "2026-11-22T09:35:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 5,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "version": 5,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "CANCELLED",
+                 *           "method": null,
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.cancelled";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

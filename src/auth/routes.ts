@@ -3,10 +3,11 @@ import type { FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { principalOf } from '../http/access.js'
 import { Envelope, IdParams, ok } from '../http/schemas.js'
-import { AdminUpdateMemberBody, Member } from '../members/schemas.js'
+import { AdminUpdateMemberBody, Member, MyAccountEnvelope } from '../members/schemas.js'
+import { unlinkIdentity } from '../members/service.js'
 import type { Identity } from './identity.js'
 import {
-  ApiKey, ApiKeyParams, ChangePasswordBody, CreateApiKeyBody, CreatedApiKey, LoginBody, PasswordResetBody, RefreshBody, TokenPair,
+  ApiKey, ApiKeyParams, ChangePasswordBody, IdentityParams, CreateApiKeyBody, CreatedApiKey, LoginBody, PasswordResetBody, RefreshBody, TokenPair,
 } from './schemas.js'
 import {
   adminUpdateMember, changePassword, createApiKey, listApiKeys, login, logout, MAX_ACTIVE_API_KEYS, refresh, resetPassword, revokeApiKey,
@@ -143,6 +144,19 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ identity: Identity }> = asy
     await revokeApiKey(app.db, principalOf(request), request.params.keyId)
     return ok(null)
   })
+
+  app.patch('/api/v1/members/me/identities/:provider/unlink', {
+    config: { access: 'member', errors: ['ACCESS_DENIED', 'IDENTITY_NOT_FOUND', 'LAST_SIGN_IN_METHOD'] },
+    onRequest: requireSession,
+    schema: {
+      tags: memberTags,
+      operationId: 'unlinkIdentity',
+      summary: 'Unlink the caller’s accounts at one OpenID provider',
+      description: 'Removes every link between the caller and accounts at this provider (its registration id, as listed in identityProviders of GET /members/me); signing in through it then no longer reaches this account. Answers the account as GET /members/me shows it. Nothing linked through it: 404 IDENTITY_NOT_FOUND. It would leave no way to sign in (no password and no other provider): 400 LAST_SIGN_IN_METHOD. Needs a bearer session: with X-API-Key, 403.',
+      params: IdentityParams,
+      response: { 200: MyAccountEnvelope },
+    },
+  }, async (request) => ok(await unlinkIdentity(app.db, principalOf(request), request.params.provider)))
 
   const adminTags = ['admin']
 

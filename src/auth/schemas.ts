@@ -84,6 +84,11 @@ export type CreatedApiKey = Static<typeof CreatedApiKey>
 
 export const ApiKeyParams = Type.Object({ keyId: PathId }, { additionalProperties: false })
 
+/** An OpenID provider's registration id, as GET /members/me lists it in identityProviders. */
+export const IdentityParams = Type.Object({
+  provider: Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9-]+$', description: 'The registration id of the OpenID provider (as in identityProviders)', examples: ['google'] }),
+}, { additionalProperties: false })
+
 /** The answers' envelopes, made when this module loads (named components). */
 export const TokenPairEnvelope = Envelope(TokenPair)
 export const ApiKeyListEnvelope = Envelope(Type.Array(ApiKey))

@@ -5,7 +5,7 @@ import { ApiError, invalidParam } from '../errors.js'
 import { consumeMemberToken } from '../members/member-tokens.js'
 import { assertPasswordAllowed, hashPassword, verifyAgainstNothing, verifyPassword } from '../members/passwords.js'
 import {
-  findMemberByEmail, findMemberById, lockMember, setPassword, shareLockMember, spendUnusedMemberTokens,
+  deleteIdentitiesOfMember, findMemberByEmail, findMemberById, lockMember, setPassword, shareLockMember, spendUnusedMemberTokens,
 } from '../members/repository.js'
 import type { AdminUpdateMemberBody, Member } from '../members/schemas.js'
 import { randomToken, tokenHash } from '../members/secrets.js'
@@ -224,6 +224,7 @@ export async function resetPassword (db: Db, deps: AuthDeps, body: PasswordReset
     // The mailed token proves the address too; and failed logins before the reset no longer lock it.
     const email = await setPassword(trx, memberId, passwordHash, true)
     await revokeApiKeysOfMember(trx, memberId)
+    await deleteIdentitiesOfMember(trx, memberId) // every OpenID link too (CONTRACT §18)
     return { email, revoked: await revokeSessions(trx, { memberId }, 'password reset') }
   })
   deps.revocations.revoke(revoked)

@@ -37,6 +37,8 @@ export interface OidcFlowsTable {
   nonce: string
   redirect_uri: string | null
   client_state: string | null
+  /** The hash of the browser-binding cookie's value (null only for flows started before it existed). */
+  binding_hash: string | null
   expires_at: Date
 }
 

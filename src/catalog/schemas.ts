@@ -56,13 +56,12 @@ export type Product = Static<typeof Product>
 const ProductFilters = {
   categoryId: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Products of this category and of its subcategories' })),
   // At least one letter or digit, at most ten words: checked by the service (catalog/service.ts) with its own messages.
-  q: Type.Optional(documentAs(Type.String({ minLength: 1, maxLength: 200, description: 'Words that must all start a word of the name or description (case-insensitive)', examples: ['espresso bean'] }), {
+  q: Type.Optional(documentAs(Type.String({ minLength: 1, maxLength: 200, description: 'Words that must all start a word of the name or description (case-insensitive)' }), {
     type: 'string',
     minLength: 1,
     maxLength: 200,
     pattern: '[\\p{L}\\p{N}]',
-    description: 'Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits)',
-    examples: ['espresso bean'],
+    description: 'Words that must all start a word of the name or description (case-insensitive): at least one letter or digit, at most ten words (runs of letters and digits), e.g. `espresso bean`',
   })),
   minPrice: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Inclusive' })),
   maxPrice: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Inclusive; at least minPrice' })),

@@ -41,13 +41,12 @@ export const EventFeedQuery = Type.Object({
   size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Slice size, 1..100 (default 20)' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The nextCursor of the previous slice' })),
   // Checked by the service (`parseList`, with its own message); the document shows the rule as a pattern.
-  type: Type.Optional(documentAs(Type.String({ minLength: 1, maxLength: 500, description: 'One event type or several, comma-separated', examples: ['order.placed,order.cancelled'] }), {
+  type: Type.Optional(documentAs(Type.String({ minLength: 1, maxLength: 500, description: 'One event type or several, comma-separated' }), {
     type: 'string',
     minLength: 1,
     maxLength: 500,
     pattern: commaListPattern(EVENT_TYPES),
-    description: `One event type or several, comma-separated (${EVENT_TYPES.join(', ')})`,
-    examples: ['order.placed,order.cancelled'],
+    description: `One event type or several, comma-separated (${EVENT_TYPES.join(', ')}), e.g. \`order.placed,order.cancelled\``,
   })),
   orderId: Type.Optional(Id),
 }, { additionalProperties: false })

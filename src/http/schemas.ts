@@ -128,13 +128,15 @@ export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-
 /** RFC 3339 with `Z` or an explicit offset, as a query timestamp must be written (checked by the `timestamp` format). */
 export const TIMESTAMP_PATTERN = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?(Z|[+-]\\d{2}:\\d{2})$'
 
-/** A timestamp in a query: RFC 3339 with `Z` or an explicit offset (the `timestamp` format). */
-export const TimestampQuery = documentAs(Type.String({ format: 'timestamp', examples: ['2026-11-22T09:30:00.000Z'] }), {
+/**
+ * A timestamp in a query: RFC 3339 with `Z` or an explicit offset (the `timestamp` format). It is an
+ * optional filter wherever it is used, so it has no `examples` (Swagger UI would pre-fill and apply it).
+ */
+export const TimestampQuery = documentAs(Type.String({ format: 'timestamp' }), {
   type: 'string',
   format: 'date-time',
   pattern: TIMESTAMP_PATTERN,
-  description: 'RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999',
-  examples: ['2026-11-22T09:30:00.000Z'],
+  description: 'RFC 3339 with `Z` or an offset, a real date and time in the years 0001 to 9999, e.g. `2026-11-22T09:30:00.000Z`',
 })
 
 /** An amount of money in minor units of the deployment's currency (cents for USD). */
@@ -253,16 +255,19 @@ export const ErrorEnvelope = Component('ErrorEnvelope', Type.Object({
 export const ok = <T>(data: T) => ({ success: true as const, data, error: null })
 
 /**
- * A name a person chose (member, product, category, API key): no control characters, i.e. Unicode
- * Cc, U+0000–U+001F and U+007F–U+009F (CONTRACT §11), so that a name cannot break a line of a mail,
- * a log or a CSV export. U+0000 is left out of the pattern: the wire rule refuses it in every string,
- * with a message of its own. E.g. `PlainName({ minLength: 1, maxLength: 100 })`.
+ * A name a person chose (member, product, category, API key, webhook endpoint description): no
+ * control characters (Unicode Cc, CONTRACT §11), no format characters (Cf: the bidirectional
+ * overrides such as U+202E, zero-width characters such as U+200B, soft hyphens, tags) and no line or
+ * paragraph separators (U+2028, U+2029; CONTRACT §18), so that a name cannot break a line of a mail,
+ * a log or a CSV export, nor show something other than what it holds. U+0000 is left out of the
+ * pattern: the wire rule refuses it in every string, with a message of its own. The pattern needs
+ * Unicode semantics (`\p{Cf}`): validators build it with the `u` flag, as Ajv does. E.g.
+ * `PlainName({ minLength: 1, maxLength: 100 })`.
  */
-/** No control characters (Unicode Cc) but U+0000, which the wire rule refuses with a message of its own. */
-export const PLAIN_NAME_PATTERN = '^[^\\u0001-\\u001F\\u007F-\\u009F]*$'
+export const PLAIN_NAME_PATTERN = '^[^\\u0001-\\u001F\\u007F-\\u009F\\p{Cf}\\u2028\\u2029]*$'
 
 export const PlainName = (options: Parameters<typeof Type.String>[0] = {}) => Type.String({
-  description: 'Any text without control characters (Unicode Cc)',
+  description: 'Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)',
   ...options,
   pattern: PLAIN_NAME_PATTERN,
 })

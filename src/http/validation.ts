@@ -67,13 +67,14 @@ const textAjv = withFormats(new Ajv({ ...common, coerceTypes: true, useDefaults:
 
 /**
  * One validator compiler for every route; schemas are compiled once, when the route is registered.
- * Bodies and query strings are also refused if any string in them holds U+0000 (`nulPath`).
+ * Bodies, query strings and path parameters are also refused if any string in them holds U+0000
+ * (`nulPath`; CONTRACT §18.1): 400 naming the field, also where the field is free text.
  */
 export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv
   withComponents(ajv)
   const validate = ajv.compile(schema)
-  if (httpPart !== 'body' && httpPart !== 'querystring') return validate
+  if (httpPart !== 'body' && httpPart !== 'querystring' && httpPart !== 'params') return validate
   const numbers = httpPart === 'querystring' ? numericParameters(schema) : []
   const checked = Object.assign((data: unknown, context?: DataValidationCxt) => {
     const written = notDecimal(data, numbers) // before Ajv, which coerces the text in place
@@ -129,7 +130,7 @@ const FORMAT_MESSAGES: Record<string, string> = {
 
 /** What a pattern means, for the patterns the schemas use (http/schemas.ts). */
 const PATTERN_MESSAGES: Record<string, string> = {
-  [PLAIN_NAME_PATTERN]: 'must not contain control characters',
+  [PLAIN_NAME_PATTERN]: 'must not contain control characters, format characters (such as U+200B or U+202E) or line separators',
   [IDEMPOTENCY_KEY_PATTERN]: 'must be 1 to 255 printable ASCII characters',
 }
 
@@ -138,7 +139,7 @@ function message (error: ErrorObject | FastifySchemaValidationError, part: Schem
   switch (error.keyword) {
     case 'required': return 'is required'
     case 'additionalProperties': return part === 'querystring' ? UNKNOWN_QUERY_PARAMETER : 'is not a recognised field'
-    case 'type': return `must be ${p.type === 'integer' ? 'an integer' : `a ${String(p.type)}`}`
+    case 'type': return `must be ${[p.type].flat().map(type => type === 'null' ? 'null' : `${/^[aeiou]/.test(String(type)) ? 'an' : 'a'} ${String(type)}`).join(' or ')}`
     case 'minimum': return `must be at least ${String(p.limit)}`
     case 'maximum': return `must be at most ${String(p.limit)}`
     case 'minLength': return p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`
@@ -163,18 +164,44 @@ function fieldOf (error: ErrorObject | FastifySchemaValidationError): string {
   return segments.reduce((field, s) => /^\d+$/.test(s) ? `${field}[${s}]` : field ? `${field}.${s}` : s, '')
 }
 
+type SchemaError = ErrorObject | FastifySchemaValidationError
+
+const isUnion = (error: SchemaError) => error.keyword === 'anyOf' || error.keyword === 'oneOf'
+
 /**
- * Turns schema-validation failures into invalidParams: one entry per field, the first failure wins
- * (a nullable field that fails both branches reports once).
+ * Without the type errors of a union's branches that the value is not, when a branch it is failed
+ * inside it: `eventTypes: ["x"]` fails the array branch at `eventTypes[0]` and the null branch at
+ * `eventTypes`; only the first says what is wrong.
  */
-export function toInvalidParams (errors: ReadonlyArray<ErrorObject | FastifySchemaValidationError>, part: SchemaErrorDataVar): InvalidParam[] {
-  const byField = new Map<string, string>()
-  for (const error of errors) {
-    if (error.keyword === 'anyOf' || error.keyword === 'oneOf' || error.keyword === 'if') continue
-    const field = fieldOf(error)
-    if (!byField.has(field)) byField.set(field, message(error, part))
+function withoutOtherBranches (errors: readonly SchemaError[]): SchemaError[] {
+  const other = new Set<SchemaError>()
+  for (const union of errors.filter(isUnion)) {
+    const at = union.instancePath
+    if (!errors.some(error => error.instancePath.startsWith(`${at}/`))) continue
+    for (const error of errors) {
+      if (error.keyword === 'type' && error.instancePath === at && error.schemaPath.startsWith(`${union.schemaPath}/`)) other.add(error)
+    }
   }
-  return [...byField].map(([field, message]) => ({ field, message }))
+  return errors.filter(error => !other.has(error))
+}
+
+/**
+ * Turns schema-validation failures into invalidParams: one entry per field, the first failure wins,
+ * except that a value none of a union's types takes names them all (`must be an array or null`).
+ */
+export function toInvalidParams (errors: readonly SchemaError[], part: SchemaErrorDataVar): InvalidParam[] {
+  const byField = new Map<string, SchemaError>()
+  for (const error of withoutOtherBranches(errors)) {
+    if (isUnion(error) || error.keyword === 'if') continue
+    const field = fieldOf(error)
+    const first = byField.get(field)
+    if (first === undefined) byField.set(field, error)
+    else if (first.keyword === 'type' && error.keyword === 'type' && first.instancePath === error.instancePath) {
+      const types = [(first.params as { type: unknown }).type, (error.params as { type: unknown }).type].flat()
+      byField.set(field, { ...first, params: { type: [...new Set(types)] } })
+    }
+  }
+  return [...byField].map(([field, error]) => ({ field, message: message(error, part) }))
 }
 
 /**

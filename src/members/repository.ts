@@ -135,11 +135,33 @@ export async function insertIdentity (
   return row !== undefined
 }
 
-/** The registration ids through which a member has signed in, in the order they were linked. */
+/**
+ * The registration id of each provider account linked to a member, one entry per link (two accounts
+ * at one provider appear twice), in the order they were linked. Subjects stay out of answers.
+ */
 export async function findIdentityProviders (db: Db, memberId: number): Promise<string[]> {
   const rows = await db.selectFrom('member_identities').select('registration_id')
-    .where('member_id', '=', memberId).orderBy('created_at').orderBy('registration_id').execute()
-  return [...new Set(rows.map(row => row.registration_id))]
+    .where('member_id', '=', memberId).orderBy('created_at').orderBy('registration_id').orderBy('subject').execute()
+  return rows.map(row => row.registration_id)
+}
+
+/** Whether the member has a provider account linked through this registration. */
+export async function hasIdentityThrough (db: Db, memberId: number, registrationId: string): Promise<boolean> {
+  const row = await db.selectFrom('member_identities').select('member_id')
+    .where('member_id', '=', memberId).where('registration_id', '=', registrationId).executeTakeFirst()
+  return row !== undefined
+}
+
+/** Removes every provider account linked to the member (account recovery takes back every way in). */
+export async function deleteIdentitiesOfMember (trx: Tx, memberId: number): Promise<void> {
+  await trx.deleteFrom('member_identities').where('member_id', '=', memberId).execute()
+}
+
+/** Removes the member's links through one registration; returns how many went. */
+export async function deleteIdentitiesThrough (trx: Tx, memberId: number, registrationId: string): Promise<number> {
+  const result = await trx.deleteFrom('member_identities')
+    .where('member_id', '=', memberId).where('registration_id', '=', registrationId).executeTakeFirst()
+  return Number(result.numDeletedRows)
 }
 
 /**

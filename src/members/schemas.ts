@@ -70,7 +70,7 @@ export const AdminMemberListQuery = Type.Object({ ...PageQuery, ...MemberFilters
 export const AdminMemberSearchQuery = Type.Object({
   ...PageQuery,
   ...MemberFilters,
-  q: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'Part of the email or the name (case-insensitive)', examples: ['ada'] })),
+  q: Type.Optional(Type.String({ minLength: 1, maxLength: 254, description: 'Part of the email or the name (case-insensitive), e.g. `ada`' })),
 }, { additionalProperties: false })
 export type AdminMemberSearchQuery = Static<typeof AdminMemberSearchQuery>
 

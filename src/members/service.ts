@@ -9,8 +9,8 @@ import { passwordResetMail, verificationMail } from './mails.js'
 import { consumeMemberToken, issueMemberToken } from './member-tokens.js'
 import { assertPasswordAllowed, hashPassword } from './passwords.js'
 import {
-  findIdentityProviders, findMemberByEmail, findMemberById, insertMember, lockActiveAdminIds, lockMember, markEmailVerified, pageMembers,
-  updateMemberRow,
+  deleteIdentitiesThrough, findIdentityProviders, findMemberByEmail, findMemberById, insertMember, lockActiveAdminIds, lockMember,
+  markEmailVerified, pageMembers, updateMemberRow,
 } from './repository.js'
 import {
   MEMBER_SORT, type AdminMemberSearchQuery, type AdminUpdateMemberBody, type Member, type MyAccount, type RegisterBody, type UpdateMemberBody,
@@ -63,6 +63,8 @@ export async function bootstrapAdmin (db: Db, config: Pick<Config, 'adminEmail' 
     passwordHash: await hashPassword(config.adminPassword),
     name: 'Administrator',
     role: 'ADMIN',
+    // The operator vouches for the address (CONTRACT §18).
+    emailVerified: true,
   })
   return row ? 'created' : 'exists'
 }
@@ -79,6 +81,25 @@ export async function getMember (db: Db, principal: Principal, id: string | numb
 export async function getMyAccount (db: Db, principal: Principal): Promise<MyAccount> {
   const member = await getMember(db, principal, principal.memberId)
   return { ...member, identityProviders: await findIdentityProviders(db, principal.memberId) }
+}
+
+/**
+ * Removes the caller's links to one OpenID provider (CONTRACT §18), on the member's locked row so that
+ * two unlinks at once cannot both pass the last-way-in check. 404 when nothing is linked through it;
+ * 400 when it would leave no way to sign in (no password and no other link).
+ */
+export async function unlinkIdentity (db: Db, principal: Principal, provider: string): Promise<MyAccount> {
+  await db.transaction().execute(async (trx) => {
+    const member = await lockMember(trx, principal.memberId)
+    if (!member) throw new ApiError('MEMBER_NOT_FOUND', `Member ${principal.memberId} does not exist.`)
+    const links = await findIdentityProviders(trx, member.id)
+    if (!links.includes(provider)) throw new ApiError('IDENTITY_NOT_FOUND', `No account at the OpenID provider ${JSON.stringify(provider)} is linked to yours.`)
+    if (member.password_hash === null && links.every(link => link === provider)) {
+      throw new ApiError('LAST_SIGN_IN_METHOD', 'This is your last way to sign in: set a password (or link another provider) before unlinking it.')
+    }
+    await deleteIdentitiesThrough(trx, member.id, provider)
+  })
+  return getMyAccount(db, principal)
 }
 
 export async function updateMember (db: Db, principal: Principal, id: string, body: UpdateMemberBody): Promise<Member> {

@@ -10,6 +10,7 @@ import * as webhookNotify from './2026-11-24-07-webhook-notify.js'
 import * as webhookClaims from './2026-11-24-08-webhook-claims.js'
 import * as webhookNotifyOff from './2026-11-24-09-webhook-notify-off.js'
 import * as oidc from './2026-11-24-06-oidc.js'
+import * as oidcBinding from './2026-11-27-01-oidc-binding.js'
 import * as unpaidOrders from './2026-11-27-01-unpaid-orders.js'
 import * as orderMoney from './2026-11-27-02-order-money.js'
 
@@ -26,6 +27,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-07-webhook-notify': webhookNotify,
   '2026-11-24-08-webhook-claims': webhookClaims,
   '2026-11-24-09-webhook-notify-off': webhookNotifyOff,
+  '2026-11-27-01-oidc-binding': oidcBinding,
   '2026-11-27-01-unpaid-orders': unpaidOrders,
   '2026-11-27-02-order-money': orderMoney,
 }

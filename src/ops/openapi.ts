@@ -4,7 +4,9 @@ import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify'
 import { Type } from 'typebox'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { components, DOCUMENT_AS } from '../http/schemas.js'
+import { COMPONENT_EXAMPLES, REQUEST_EXAMPLES, RESPONSE_EXAMPLES } from './docs/examples.js'
 import { OPERATIONAL, OPERATIONAL_SCHEMAS, type OperationalEndpoint } from './docs/operational.js'
+import { webhooks } from './docs/webhooks.js'
 import pkg from '../../package.json' with { type: 'json' }
 
 /** Response headers the document declares (components.headers), by name. */
@@ -51,6 +53,10 @@ const OPTIONAL_BODY = 'x-optional-body'
 /** What the document lists for an operation, passed from the route to `transformObject`. */
 const ANSWERS = 'x-answers'
 const CREDENTIALS = [{ bearerAuth: [] }, { apiKeyAuth: [] }]
+/** No licence is stated anywhere in the repository, so `info.license` claims none (docs/decisions.md). */
+const LICENSE_NOTE = {
+  'x-license-note': 'No licence is declared: the repository has no LICENSE file and package.json names none (it is private). Ask the maintainers before reusing this API description or the code.',
+}
 
 /** The route's method list, upper case. */
 const methodsOf = (route: Pick<RouteOptions, 'method'>) => [route.method].flat().map(method => String(method).toUpperCase())
@@ -126,12 +132,16 @@ export function undocumentedAnswer (request: FastifyRequest, statusCode: number,
   return listed.includes(code as ErrorCode) ? undefined : `${where} answered ${statusCode} ${code}, which its document does not list`
 }
 
-/** Response headers, declared once under components.headers. */
-const HEADERS: Record<string, { description: string, schema: Record<string, unknown> }> = {
-  'X-Request-Id': { description: 'The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem.', schema: { type: 'string' } },
+/**
+ * Response headers, declared once under components.headers. `required` marks those sent on every
+ * answer they are listed on: X-Request-Id on all, Location on a 201 (and a POST's replay) or 302,
+ * ETag wherever an order is answered.
+ */
+const HEADERS: Record<string, { description: string, required?: true, schema: Record<string, unknown> }> = {
+  'X-Request-Id': { description: 'The request id: the caller’s X-Request-Id when it is a plain token (`[A-Za-z0-9._:-]{1,200}`), else a new UUID. Quote it when reporting a problem.', required: true, schema: { type: 'string' } },
   'Cache-Control': { description: '`no-store` on every /api answer, except `public, max-age=60` on the catalog’s 200 answers to anonymous callers.', schema: { type: 'string' } },
-  Location: { description: 'The path of the resource created (or of the redirect target).', schema: { type: 'string', format: 'uri-reference' } },
-  ETag: { description: 'The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed.', schema: { type: 'string' } },
+  Location: { description: 'The path of the resource created (or of the redirect target).', required: true, schema: { type: 'string', format: 'uri-reference' } },
+  ETag: { description: 'The version of the order shown (or, for a verb, the order’s new version): send it as If-Match to change the order, or as If-None-Match to read it only when it changed.', required: true, schema: { type: 'string' } },
   'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same idempotency key.', schema: { type: 'string', enum: ['true'] } },
   'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Limit': { description: 'Requests allowed per window from this client address on the rate-limited routes.', schema: { type: 'integer', minimum: 0 } },
@@ -210,7 +220,8 @@ const errorSchema = (codes: readonly ErrorCode[]) => ({
 function headersOf (answers: Answers, status: number): Record<string, unknown> {
   const names = ['X-Request-Id']
   if (answers.api) names.push('Cache-Control')
-  if (status === 201 && answers.sends.includes('Location')) names.push('Location')
+  // A replay (200) carries the first answer's Location too (CONTRACT §3).
+  if ((status === 201 || (status === 200 && answers.idempotent)) && answers.sends.includes('Location')) names.push('Location')
   if (status === 302) names.push('Location')
   if ((status === 200 || status === 201 || status === 304) && answers.sends.includes('ETag')) names.push('ETag')
   if (status === 200 && answers.sends.includes('Content-Disposition')) names.push('Content-Disposition')
@@ -221,11 +232,52 @@ function headersOf (answers: Answers, status: number): Record<string, unknown> {
   return Object.fromEntries(names.map(name => [name, headerRef(name)]))
 }
 
+type Media = Record<string, unknown> & { schema?: { $ref?: string, properties?: object, oneOf?: unknown } }
+
 type OpenApiOperation = Record<string, unknown> & {
   description?: string
   parameters?: Array<Record<string, unknown>>
-  requestBody?: { required: boolean, description?: string }
-  responses?: Record<string, Record<string, unknown>>
+  requestBody?: { required: boolean, description?: string, content?: Record<string, Media> }
+  responses?: Record<string, Record<string, unknown> & { content?: Record<string, Media> }>
+}
+
+/**
+ * The example of an answer whose schema is a named component (ops/docs/examples.ts): `XEnvelope`
+ * around the example of `X`, `XSlice`, `XPage` and `XList` around one element, `EmptyEnvelope`
+ * around null. Undefined when there is none (the examples test names what is missing).
+ */
+function exampleOf (name: string): unknown {
+  if (name === 'Empty') return null
+  if (name in COMPONENT_EXAMPLES) return COMPONENT_EXAMPLES[name]
+  const [, item, shape] = /^(\w+?)(Envelope|Slice|Page|List)$/.exec(name) ?? []
+  const element = item === undefined ? undefined : exampleOf(item)
+  if (element === undefined) return undefined
+  switch (shape) {
+    case 'Envelope': return { success: true, data: element, error: null }
+    case 'Slice': return { content: [element], size: 20, hasNext: true, nextCursor: 'eyJjIjoiMjAyNi0xMS0yMlQwOTozMDowMC4wMDBaIiwiaSI6NDJ9' }
+    case 'Page': return { content: [element], page: 0, size: 20, totalElements: 1, totalPages: 1, first: true, last: true }
+    default: return [element]
+  }
+}
+
+/**
+ * Puts the examples on an operation (`method path`): its request body's, and each 2xx answer's at
+ * the media type (so Swagger UI and generated clients show them). A body that takes no fields gets `{}`.
+ */
+function addExamples (key: string, operation: OpenApiOperation): void {
+  const body = operation.requestBody?.content?.['application/json']
+  if (body) {
+    const empty = body.schema?.oneOf === undefined && Object.keys(body.schema?.properties ?? {}).length === 0
+    Object.assign(body, REQUEST_EXAMPLES[key] ?? (empty ? { example: {} } : {}))
+  }
+  for (const [status, response] of Object.entries(operation.responses ?? {})) {
+    if (!status.startsWith('2')) continue
+    for (const media of Object.values(response.content ?? {})) {
+      const ref = media.schema?.$ref?.replace('#/components/schemas/', '')
+      const example = RESPONSE_EXAMPLES[`${key} ${status}`] ?? (ref === undefined ? undefined : exampleOf(ref))
+      if (example !== undefined) media.example = example
+    }
+  }
 }
 
 /** Writes an operation's responses, headers and rules from what its route declared (`Answers`). */
@@ -368,7 +420,7 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
         { name: 'payments', description: 'Paying for confirmed orders, and refunds' },
         { name: 'admin', description: 'The back office: members, products and every order (ADMIN role)' },
         { name: 'events', description: 'Every announced change of an order or its payment, as committed: the event feed (ADMIN role)' },
-        { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role)' },
+        { name: 'webhooks', description: 'Webhook endpoints, their signing secrets and delivery log (ADMIN role); what the service sends to an endpoint is in the document’s `webhooks`, one entry per event type' },
         { name: 'operations', description: 'Health, readiness and liveness, build information, metrics, and the documentation itself (not envelopes)' },
       ],
       components: {
@@ -388,10 +440,10 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
       return { schema: shown as never, url }
     },
     transformObject: (document) => {
-      const openapiObject = (document as { openapiObject: { paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
+      const openapiObject = (document as { openapiObject: { info: object, paths?: Record<string, unknown>, components: Record<string, Record<string, unknown>> } }).openapiObject
       const errorResponses: SharedResponses = new Map()
-      for (const item of Object.values(openapiObject.paths ?? {})) {
-        for (const operation of Object.values(item as Record<string, OpenApiOperation>)) {
+      for (const [path, item] of Object.entries(openapiObject.paths ?? {})) {
+        for (const [method, operation] of Object.entries(item as Record<string, OpenApiOperation>)) {
           if (operation[OPTIONAL_BODY] === true && operation.requestBody) {
             operation.requestBody.required = false
             operation.requestBody.description = 'Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST.'
@@ -400,14 +452,18 @@ export async function registerOpenApi (app: FastifyInstance): Promise<void> {
           const answers = operation[ANSWERS] as Answers | undefined
           delete operation[ANSWERS]
           if (answers) completeOperation(operation, answers, errorResponses)
+          addExamples(`${method} ${path}`, operation)
         }
       }
       for (const [endpoint, errors] of shownOperational) {
         const operation = structuredClone(endpoint.operation) as OpenApiOperation
         completeOperation(operation, { ...NO_ANSWERS, errors }, errorResponses)
+        addExamples(`get ${endpoint.path}`, operation)
         const paths = openapiObject.paths ??= {}
         paths[endpoint.path] = { ...(paths[endpoint.path] as object | undefined), get: operation }
       }
+      Object.assign(openapiObject, { webhooks: webhooks() })
+      Object.assign(openapiObject.info, LICENSE_NOTE)
       openapiObject.components.headers = HEADERS
       openapiObject.components.responses = Object.fromEntries([...errorResponses.values()]
         .sort((a, b) => a.name.localeCompare(b.name)).map(({ name, response }) => [name, response]))

@@ -26,8 +26,16 @@ import { orderFilter } from './service.js'
  * whole bodies on both backends.
  */
 
-/** The first character of text that a spreadsheet would run as a formula: = + - @, tab, CR. */
-const FORMULA_START = sql.raw('9, 13, 43, 45, 61, 64') // ascii() of tab, CR, + - = @
+/**
+ * Text that a spreadsheet would run as a formula (CONTRACT §18, §18.1), as a PostgreSQL regular
+ * expression: it starts with a tab or CR, or its first character after Unicode white space (the
+ * White_Space property, spelt out: PostgreSQL's `[[:space:]]` knows only ASCII under the C locale),
+ * U+200B–U+200D, U+2060 and U+FEFF is one of = + - @ or their full-width forms ＝ ＋ － ＠.
+ */
+const SKIPPED = '\\t\\n\\v\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\u200B-\\u200D\\u2060\\uFEFF'
+const FORMULA = `^[\\t\\r]|^[${SKIPPED}]*[-=+@\\uFF1D\\uFF0B\\uFF0D\\uFF20]`
+const FORMULA_SQL = sql.raw(`'${FORMULA}'`)
+const GUARD_OR_QUOTE_SQL = sql.raw(`'${FORMULA}|[",\\r\\n]'`)
 
 /**
  * One text column as a CSV value, before quoting: text that would run as a formula gets a leading
@@ -36,7 +44,7 @@ const FORMULA_START = sql.raw('9, 13, 43, 45, 61, 64') // ascii() of tab, CR, + 
  */
 function guardedText (column: string): RawBuilder<string | null> {
   const value = sql.ref(column)
-  return sql`case when ascii(${value}) in (${FORMULA_START}) then '''' || ${value} else nullif(${value}, '') end`
+  return sql`case when ${value} ~ ${FORMULA_SQL} then '''' || ${value} else nullif(${value}, '') end`
 }
 
 /**
@@ -49,7 +57,7 @@ function csvText (column: string): RawBuilder<string | null> {
   const value = sql.ref(column)
   const guarded = guardedText(column)
   const quoted = sql`case when ${value} ~ '[",\\r\\n]' then '"' || replace(${guarded}, '"', '""') || '"' else ${guarded} end`
-  return sql`case when ${value} ~ '^[-=+@\\t\\r]|[",\\r\\n]' then ${quoted} else ${value} end`
+  return sql`case when ${value} ~ ${GUARD_OR_QUOTE_SQL} then ${quoted} else ${value} end`
 }
 
 /** A timestamp as the API writes it (`2026-11-23T14:05:09.120Z`). */

@@ -2,8 +2,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP } from 'node:net'
 
 /*
- * Which hosts webhooks may reach (CONTRACT §12, §14): only globally routable addresses, unless
- * WEBHOOK_ALLOW_PRIVATE. Checked when an endpoint is saved and again on the address each delivery
+ * Which hosts webhooks may reach (CONTRACT §12, §14, §18): only globally routable addresses, unless
+ * WEBHOOK_ALLOW_PRIVATE; an IPv6 address that carries an IPv4 one is judged by that one too. Checked when an endpoint is saved and again on the address each delivery
  * actually connects to (`guardedLookup`), so a name that later resolves elsewhere (DNS rebinding)
  * cannot reach a private host.
  */
@@ -40,36 +40,61 @@ for (const [network, prefix] of [
   ['ff00::', 8], // multicast
 ] as const) blocked.addSubnet(network, prefix, 'ipv6')
 
-/** The IPv4 address an IPv6 address carries (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`), if any. */
-function embeddedIpv4 (address: string): string | undefined {
-  const lower = address.toLowerCase()
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (dotted) return dotted[1]
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
-  if (hex) {
-    const high = parseInt(hex[1]!, 16)
-    const low = parseInt(hex[2]!, 16)
-    return [high >> 8, high & 255, low >> 8, low & 255].join('.')
+/** An IPv6 address as its eight 16-bit groups (`::`, a trailing dotted quad and a zone id allowed); undefined if not one. */
+function groupsOf (address: string): number[] | undefined {
+  let text = address.replace(/%.*$/, '').toLowerCase()
+  const quad = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text)
+  if (quad) {
+    const [a, b, c, d] = quad.slice(2).map(Number) as [number, number, number, number]
+    text = `${quad[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`
   }
-  return undefined
+  const halves = text.split('::')
+  if (halves.length > 2) return undefined
+  const parse = (half: string | undefined) => half ? half.split(':').map(group => parseInt(group, 16)) : []
+  const head = parse(halves[0])
+  const tail = parse(halves[1])
+  const missing = 8 - head.length - tail.length
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return undefined
+  const groups = [...head, ...Array<number>(halves.length === 1 ? 0 : missing).fill(0), ...tail]
+  return groups.every(group => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : undefined
 }
 
-/** Whether an IP address is globally routable (not loopback, private, link-local, …). */
+const dotted = (high: number, low: number): string => [high >> 8, high & 255, low >> 8, low & 255].join('.')
+
+/**
+ * The IPv4 addresses an IPv6 address carries (CONTRACT §18, §18.1), by which it is judged:
+ * IPv4-compatible `::a.b.c.d` (`::/96`), mapped `::ffff:a.b.c.d`, translated `::ffff:0:a.b.c.d`,
+ * NAT64 `64:ff9b::/96`, 6to4 `2002:AABB:CCDD::/48`, and Teredo `2001:0:SSSS:SSSS:…:CCCC:CCCC`
+ * (the server's, and the client's with its bits inverted as Teredo obfuscates them).
+ */
+export function embeddedIpv4 (address: string): string[] {
+  const g = groupsOf(address)
+  if (g === undefined) return []
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = g as [number, number, number, number, number, number, number, number]
+  const last = dotted(g6, g7)
+  const zeros = (...groups: number[]) => groups.every(group => group === 0)
+  if (zeros(g0, g1, g2, g3, g4) && (g5 === 0 || g5 === 0xffff)) return [last]
+  if (zeros(g0, g1, g2, g3) && g4 === 0xffff && g5 === 0) return [last]
+  if (g0 === 0x64 && g1 === 0xff9b && zeros(g2, g3, g4, g5)) return [last]
+  if (g0 === 0x2002) return [dotted(g1, g2)]
+  if (g0 === 0x2001 && g1 === 0) return [dotted(g2, g3), dotted(g6 ^ 0xffff, g7 ^ 0xffff)]
+  return []
+}
+
+/** Whether an IP address is globally routable (not loopback, private, link-local, …); a v6 one carrying v4 ones needs them public too. */
 export function isPublicAddress (address: string): boolean {
   const family = isIP(address)
   if (family === 4) return !blocked.check(address, 'ipv4')
   if (family === 6) {
-    const v4 = embeddedIpv4(address)
-    if (v4 !== undefined) return isPublicAddress(v4)
-    if (/^::ffff:/i.test(address)) return false
-    return !blocked.check(address, 'ipv6')
+    const carried = embeddedIpv4(address)
+    return carried.every(isPublicAddress) && !blocked.check(address, 'ipv6')
   }
   return false
 }
 
-/** A URL's host as an address or name: `[::1]` → `::1`. */
+/** A URL's host as an address or name, judged without a final dot: `[::1]` → `::1`, `localhost.` → `localhost`. */
 export function hostOf (url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, '$1')
+  return url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/(.)\.+$/, '$1')
 }
 
 /** Every address a name resolves to; [] when it does not resolve. */
@@ -83,10 +108,12 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
 
 /**
  * A `lookup` for sockets (net/tls `connect`) that refuses names resolving to any non-public
- * address: the address checked is the one connected to.
+ * address (`isPublicAddress`, so also an IPv6 address carrying a private IPv4 one): the address
+ * checked is the one connected to.
  */
 export function guardedLookup (hostname: string, options: { all?: boolean, family?: number | string }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true } as { all: true }, (error, addresses) => {
+  // A final dot names the same host (`localhost.`); some resolvers do not answer for it.
+  dnsLookup(hostname.replace(/(.)\.+$/, '$1'), { ...options, all: true } as { all: true }, (error, addresses) => {
     if (error) return callback(error, options.all ? [] : '')
     const refused = addresses.find(a => !isPublicAddress(a.address))
     if (refused || addresses.length === 0) {

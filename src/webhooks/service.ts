@@ -46,6 +46,9 @@ export function toDelivery (row: WebhookDeliveryRow): WebhookDelivery {
   }
 }
 
+/** The refusals that WEBHOOK_ALLOW_PRIVATE lifts say so (issue 30): `allows(what)`. */
+const allows = (what: string) => `the setting WEBHOOK_ALLOW_PRIVATE=true allows ${what}, for development`
+
 /** The URL rules (CONTRACT §12, §14): absolute https, no user-info, a public host; 400 naming `url` otherwise. */
 export async function checkUrl (raw: string, settings: WebhookSettings): Promise<string> {
   let url: URL
@@ -56,7 +59,7 @@ export async function checkUrl (raw: string, settings: WebhookSettings): Promise
   }
   const schemes = settings.allowPrivate ? ['https:', 'http:'] : ['https:']
   if (!schemes.includes(url.protocol)) {
-    throw invalidParam('url', settings.allowPrivate ? 'must be an http:// or https:// URL' : 'must be an https:// URL')
+    throw invalidParam('url', settings.allowPrivate ? 'must be an http:// or https:// URL' : `must be an https:// URL (${allows('http://')})`)
   }
   if (url.username !== '' || url.password !== '') throw invalidParam('url', 'must not contain user-info (user:password@)')
   if (url.href.length > 2048) throw invalidParam('url', 'must be at most 2048 characters')
@@ -64,7 +67,7 @@ export async function checkUrl (raw: string, settings: WebhookSettings): Promise
     const host = hostOf(url)
     const refused = (await resolveAll(host)).find(address => !isPublicAddress(address))
     if (refused !== undefined) {
-      throw invalidParam('url', `must name a public host: ${host}${refused === host ? '' : ` resolves to ${refused}`}, which is not globally routable`)
+      throw invalidParam('url', `must name a public host: ${host}${refused === host ? '' : ` resolves to ${refused}`}, which is not globally routable (${allows('private hosts')})`)
     }
   }
   return url.href

@@ -183,7 +183,7 @@ describeEachBackend('admin: orders export', (ctx) => {
       ['=1,"2"', null, '\'=1,"2"', ''],
       ['a=b', '1 Main St', 'a=b', '1 Main St'],
       ['\tTAB', '\rCR', "'\tTAB", "'\rCR"],
-      ['Grüße — 東京', ' =not first', 'Grüße — 東京', ' =not first'],
+      ['Grüße — 東京', ' =after a space', 'Grüße — 東京', "' =after a space"],
     ]
     const ids: number[] = []
     for (const [memo, shippingAddress] of cases) ids.push((await ctx.api.order(eve, [{ productId: product.productId, quantity: 1 }], { memo, shippingAddress })).orderId)
@@ -197,6 +197,32 @@ describeEachBackend('admin: orders export', (ctx) => {
     assert.ok(body.includes(",'=SUM(A1),"), 'the prefix is inside the field, unquoted when nothing else needs quoting')
     assert.ok(body.includes(',"\'=1,""2""",'), 'the prefixed value is quoted like any other when it holds a comma or quote')
     assert.ok(body.includes(',"\'\rCR",'), 'a value starting with CR is prefixed, then quoted for its line break')
+  })
+
+  it('prefixes a formula behind white space, zero-width characters or a BOM, and full-width signs (CONTRACT §18.1): the exact lines', async () => {
+    const admin = await ctx.api.admin()
+    const member = await ctx.api.member('mallory')
+    const product = await ctx.api.product(admin, { price: 100, stockQuantity: 100 })
+    // memo, shippingAddress as the member sent them, and the two fields as written in the CSV
+    const cases: Array<[string, string, string, string]> = [
+      [' =1+1', '＝1+1', "' =1+1", "'＝1+1"],
+      ['\u00A0\u3000+1', '＋1', "'\u00A0\u3000+1", "'＋1"],
+      ['\u200B-1', '－1', "'\u200B-1", "'－1"],
+      ['\u200C\u200D\u2060@A1', '＠A1', "'\u200C\u200D\u2060@A1", "'＠A1"],
+      ['\uFEFF=HYPERLINK(1)', ' \u2002\u205F＝1', "'\uFEFF=HYPERLINK(1)", "' \u2002\u205F＝1"],
+      ['\n =1', '\t1', '"\'\n =1"', "'\t1"],
+      [' \u200B x=1', 'a ＝ b', ' \u200B x=1', 'a ＝ b'],
+      ['\u00AD=1', '\u202E=1', '\u00AD=1', '\u202E=1'],
+    ]
+    const records: string[] = []
+    for (const [i, [memo, shippingAddress, memoField, addressField]] of cases.entries()) {
+      const at = `2026-02-0${i + 1}T00:00:00.000Z`
+      const { orderId } = await ctx.api.order(member, [{ productId: product.productId, quantity: 1 }], { memo, shippingAddress })
+      await ctx.api.app.db.updateTable('orders').set({ created_at: new Date(at), updated_at: new Date(at) }).where('id', '=', orderId).execute()
+      records.push(`${orderId},${member.id},${member.email},PLACED,1,100,USD,,,${addressField},${memoField},${at},${at}\r\n`)
+    }
+    const res = await get(admin, EXPORT, { sort: 'createdAt,asc' })
+    assert.equal(res.body, HEADER_LINE + records.join(''))
   })
 
   it('takes the search’s filters and sort: the same orders, in the same order', async () => {

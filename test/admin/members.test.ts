@@ -70,7 +70,7 @@ describeEachBackend('admin: members', (ctx) => {
     })
     const { createdAt, ...rest } = record
     assert.match(createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
-    assert.deepEqual(rest, { memberId: admin.id, email: ADMIN.email, name: 'Administrator', role: 'ADMIN', status: 'ACTIVE', emailVerified: false })
+    assert.deepEqual(rest, { memberId: admin.id, email: ADMIN.email, name: 'Administrator', role: 'ADMIN', status: 'ACTIVE', emailVerified: true })
   })
 
   it('pages with page and size: totals, first and last are right on every page and past the end', async () => {

@@ -72,10 +72,10 @@ describeEachBackend('categories', (ctx) => {
     ['an empty name', { name: '' }, [{ field: 'name', message: 'must not be empty' }]],
     ['a 101-character name', { name: 'n'.repeat(101) }, [{ field: 'name', message: 'must be at most 100 characters' }]],
     ['a name that is not a string', { name: 7 }, [{ field: 'name', message: 'must be a string' }]],
-    ['a name with a line feed', { name: 'Coffee\nTea' }, [{ field: 'name', message: 'must not contain control characters' }]],
-    ['a name with a C1 control character', { name: 'Coffee\u0085' }, [{ field: 'name', message: 'must not contain control characters' }]],
+    ['a name with a line feed', { name: 'Coffee\nTea' }, [{ field: 'name', message: 'must not contain control characters, format characters (such as U+200B or U+202E) or line separators' }]],
+    ['a name with a C1 control character', { name: 'Coffee\u0085' }, [{ field: 'name', message: 'must not contain control characters, format characters (such as U+200B or U+202E) or line separators' }]],
     ['parentId 0', { name: 'Beans', parentId: 0 }, [{ field: 'parentId', message: 'must be at least 1' }]],
-    ['a parentId that is a string', { name: 'Beans', parentId: '1' }, [{ field: 'parentId', message: 'must be an integer' }]],
+    ['a parentId that is a string', { name: 'Beans', parentId: '1' }, [{ field: 'parentId', message: 'must be an integer or null' }]],
     ['an unknown field', { name: 'Beans', slug: 'beans' }, [{ field: 'slug', message: 'is not a recognised field' }]],
   ]
   for (const [what, payload, invalidParams] of invalid) {

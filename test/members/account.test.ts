@@ -39,7 +39,7 @@ describeEachBackend('members: reading and renaming an account', (ctx) => {
     })
     const admin = await me(await ctx.api.admin())
     assert.deepEqual(withoutCreatedAt(admin.json().data), {
-      memberId: admin.json().data.memberId, email: ADMIN.email, name: 'Administrator', role: 'ADMIN', status: 'ACTIVE', emailVerified: false, identityProviders: [],
+      memberId: admin.json().data.memberId, email: ADMIN.email, name: 'Administrator', role: 'ADMIN', status: 'ACTIVE', emailVerified: true, identityProviders: [],
     })
   })
 

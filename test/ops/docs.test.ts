@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
-import { testConfig } from '../helper.js'
+import { securityHeaders } from '../../src/http/security-headers.js'
+import { assertError, testConfig } from '../helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -77,6 +78,30 @@ describe('reference docs', () => {
       assert.deepEqual(Object.keys(doc.paths).filter(path => /^\/(docs|swagger-ui)/.test(path)).sort(), ['/docs', '/docs/index.html', '/swagger-ui.html'])
       assert.deepEqual(doc.paths['/docs/index.html'].get.tags, ['operations'])
       assert.deepEqual(Object.keys(doc.paths['/docs/index.html'].get.responses['200'].content), ['text/html'])
+    })
+  })
+
+  describe('/', () => {
+    it('leads a person who opens the service\'s address to the reference page, for GET and HEAD, with or without a credential', async () => {
+      for (const [method, headers] of [['GET', {}], ['HEAD', {}], ['GET', { authorization: 'Bearer not-a-token' }]] as const) {
+        const res = await app.inject({ method, url: '/', headers })
+        const { date, 'x-request-id': requestId, ...rest } = res.headers
+        assert.equal(res.statusCode, 302, method)
+        assert.deepEqual(rest, { ...securityHeaders(), location: '/docs/index.html', 'content-length': '0', connection: 'keep-alive' }, method)
+        assert.match(String(requestId), /^[0-9a-f-]{36}$/)
+        assert.ok(date)
+        assert.equal(res.body, '')
+      }
+      const target = await app.inject({ url: (await app.inject({ url: '/?utm_source=x' })).headers.location as string })
+      assert.equal(target.statusCode, 200)
+      assert.match(target.body, /^<!DOCTYPE html>/)
+    })
+
+    it('answers other methods 405 with Allow, as every known path does', async () => {
+      const res = await app.inject({ method: 'POST', url: '/', payload: {} })
+      assert.equal(res.statusCode, 405)
+      assert.equal(res.headers.allow, 'GET, HEAD')
+      assertError(res, { code: 'METHOD_NOT_ALLOWED', instance: '/', detail: 'This path does not support that method; it supports GET, HEAD.' })
     })
   })
 
@@ -158,5 +183,53 @@ describe('reference docs in Chromium', () => {
     const elsewhere = requests.filter(url => !url.startsWith(`${base}/`) && !url.startsWith('data:'))
     assert.deepEqual(elsewhere, [], 'every request stays on 127.0.0.1')
     assert.deepEqual(problems, [], 'no console errors (CSP or other)')
+  })
+
+  it('wraps a long path in the sidebar only after a slash, and the page never scrolls sideways', async (t) => {
+    if (!existsSync(CHROMIUM)) {
+      t.skip('chromium not installed: apt-get install chromium')
+      return
+    }
+    const { chromium } = await import('playwright-core')
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+    t.after(() => browser.close())
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
+    await page.goto(`${base}/docs/index.html`)
+    // Each character's line (its box's top); a new line must start right after a '/' or the space after the method.
+    const { links, wrapped, midWord, width } = await page.evaluate(() => {
+      // Runs in the page; the project compiles without the DOM's types.
+      const { document, NodeFilter } = globalThis as any
+      const found = { links: 0, wrapped: 0, midWord: [] as string[], width: [document.documentElement.scrollWidth, document.documentElement.clientWidth] }
+      for (const link of document.querySelectorAll('nav li li li a')) {
+        found.links++
+        const chars: Array<{ char: string, top: number | undefined }> = []
+        const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT)
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+          for (let i = 0; i < node.textContent.length; i++) {
+            const range = document.createRange()
+            range.setStart(node, i)
+            range.setEnd(node, i + 1)
+            chars.push({ char: node.textContent[i], top: range.getClientRects()[0]?.top })
+          }
+        }
+        let line: number | undefined
+        let lines = 0
+        chars.forEach(({ top }, i) => {
+          if (top === undefined) return
+          if (line !== undefined && top > line + 1) {
+            const before = chars[i - 1]!.char
+            if (before !== '/' && before !== ' ') found.midWord.push(`${link.textContent} (after "${chars.slice(0, i).map(c => c.char).join('')}")`)
+            lines++
+          }
+          line = top
+        })
+        if (lines > 0) found.wrapped++
+      }
+      return found
+    })
+    assert.ok(links >= 49, `${links} operations in the sidebar`)
+    assert.ok(wrapped >= 10, `only ${wrapped} long paths wrapped: the test would see nothing`)
+    assert.deepEqual(midWord, [])
+    assert.deepEqual(width, [1280, 1280], 'as wide as the window')
   })
 })

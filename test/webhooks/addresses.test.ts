@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { guardedLookup, isPublicAddress } from '../../src/webhooks/addresses.js'
+import { embeddedIpv4, guardedLookup, hostOf, isPublicAddress } from '../../src/webhooks/addresses.js'
 import { describeEachBackend, successData } from '../helper.js'
 import { Receiver, eventually } from './receiver.js'
 
@@ -18,10 +18,66 @@ describe('which addresses webhooks may reach', () => {
     assert.deepEqual(allowed.filter(address => !isPublicAddress(address)), [])
   })
 
+  it('judges an IPv6 address that carries an IPv4 address by that address (CONTRACT §18, §18.1)', () => {
+    const cases: Array<[string, boolean, string]> = [
+      ['::127.0.0.1', false, 'IPv4-compatible, loopback'],
+      ['::7f00:1', false, 'IPv4-compatible, as URLs write it'],
+      ['::a9fe:a9fe', false, 'IPv4-compatible, link-local'],
+      ['::8.8.8.8', true, 'IPv4-compatible, public'],
+      ['::ffff:7f00:1', false, 'IPv4-mapped, hex'],
+      ['::ffff:0:a00:1', false, 'IPv4-translated, 10.0.0.1'],
+      ['::ffff:0:808:808', true, 'IPv4-translated, public'],
+      ['2002:7f00:1::1', false, '6to4 of 127.0.0.1'],
+      ['2002:c0a8:101:1::1', false, '6to4 of 192.168.1.1'],
+      ['2002:808:808::1', true, '6to4 of 8.8.8.8'],
+      ['64:ff9b::7f00:1', false, 'NAT64 of 127.0.0.1'],
+      ['64:ff9b::192.168.0.1', false, 'NAT64, dotted'],
+      ['64:ff9b::808:808', true, 'NAT64 of 8.8.8.8'],
+      ['64:ff9b:1::808:808', false, 'local-use NAT64'],
+      ['2001:0:7f00:1::f7f7:f7f7', false, 'Teredo, server 127.0.0.1'],
+      ['2001:0:808:808::80ff:fefe', false, 'Teredo, client 127.0.1.1 (obfuscated)'],
+      ['2001:0:808:808::3fff:fdd2', false, 'Teredo, client 192.0.2.45 (obfuscated)'],
+      ['2001:0:808:808::f7f7:f7f7', false, 'Teredo, both public: 2001::/23 is not globally routable'],
+      ['fe80::1%eth0', false, 'link-local with a zone'],
+    ]
+    assert.deepEqual(cases.filter(([address, expected]) => isPublicAddress(address) !== expected).map(([address, , what]) => `${address} (${what})`), [])
+  })
+
+  it('reads the IPv4 addresses an IPv6 address carries, the Teredo client\'s with its bits inverted', () => {
+    assert.deepEqual(embeddedIpv4('::127.0.0.1'), ['127.0.0.1'])
+    assert.deepEqual(embeddedIpv4('::ffff:7f00:1'), ['127.0.0.1'])
+    assert.deepEqual(embeddedIpv4('2002:c000:22a::1'), ['192.0.2.42'])
+    assert.deepEqual(embeddedIpv4('64:FF9B::C000:22A'), ['192.0.2.42'])
+    assert.deepEqual(embeddedIpv4('2001:0:4136:e378:8000:63bf:3fff:fdd2'), ['65.54.227.120', '192.0.2.45'])
+    assert.deepEqual(embeddedIpv4('2606:4700:4700::1111'), [])
+    assert.deepEqual(embeddedIpv4('not-an-ip'), [])
+  })
+
+  it('judges a URL\'s host without its final dots', () => {
+    assert.deepEqual(['https://localhost./', 'https://127.0.0.1./', 'https://example.com../x', 'https://[::1]/'].map(url => hostOf(new URL(url))),
+      ['localhost', '127.0.0.1', 'example.com', '::1'])
+  })
+
   it('refuses, at connection time, a name that resolves to a private address', async () => {
     const error = await new Promise<NodeJS.ErrnoException | null>(resolve => guardedLookup('localhost', { all: true }, resolve))
     assert.equal(error?.code, 'EADDRNOTPUBLIC')
     assert.match(error!.message, /^refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address$/)
+  })
+
+  it('refuses, at connection time, what resolves to an IPv6 address carrying a private IPv4 one, and a name with a final dot', async () => {
+    const lookup = (name: string) => new Promise<[NodeJS.ErrnoException | null, unknown]>(resolve =>
+      guardedLookup(name, { all: true }, (error, addresses) => resolve([error, addresses])))
+    for (const [name, address] of [['::127.0.0.1', '::127.0.0.1'], ['2002:7f00:1::1', '2002:7f00:1::1'], ['64:ff9b::a00:1', '64:ff9b::a00:1']]) {
+      const [error, addresses] = await lookup(name!)
+      assert.equal(error?.code, 'EADDRNOTPUBLIC', name)
+      assert.equal(error!.message, `refused: ${name} resolves to ${address}, which is not a public address`)
+      assert.deepEqual(addresses, [])
+    }
+    const [error] = await lookup('localhost.')
+    assert.equal(error?.code, 'EADDRNOTPUBLIC')
+    assert.match(error!.message, /^refused: localhost\. resolves to (127\.0\.0\.1|::1), which is not a public address$/)
+    const [none, addresses] = await lookup('2002:808:808::1')
+    assert.deepEqual([none, addresses], [null, [{ address: '2002:808:808::1', family: 6 }]])
   })
 })
 
@@ -37,7 +93,9 @@ describeEachBackend('deliveries re-check the address they connect to', (ctx) => 
     const port = new URL(receiver.url).port
     // Rows as if the names had resolved to public addresses when saved.
     const ids: number[] = []
-    for (const url of [`https://127.0.0.1:${port}/hook`, `https://localhost:${port}/hook`]) {
+    const urls = [`https://127.0.0.1:${port}/hook`, `https://localhost:${port}/hook`, `https://[::7f00:1]:${port}/hook`,
+      `https://[2002:7f00:1::1]:${port}/hook`, `https://localhost.:${port}/hook`]
+    for (const url of urls) {
       const row = await ctx.api.app.db.insertInto('webhook_endpoints').values({ url, event_types: null, description: null, secret: 'whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' })
         .returning('id').executeTakeFirstOrThrow()
       ids.push(row.id)
@@ -46,9 +104,12 @@ describeEachBackend('deliveries re-check the address they connect to', (ctx) => 
     const lastErrors = async () => Promise.all(ids.map(async id =>
       successData<{ content: Array<{ lastError: string | null }> }>(await ctx.api.get(`/api/v1/admin/webhook-endpoints/${id}/deliveries`, {}, admin)).content[0]?.lastError ?? null))
     await eventually(async () => (await lastErrors()).every(error => error !== null), 3000, 'both attempts made')
-    const [literal, name] = await lastErrors()
+    const [literal, name, compatible, sixToFour, dotted] = await lastErrors()
     assert.equal(literal, 'refused: 127.0.0.1 is not a public https host')
     assert.match(String(name), /^EADDRNOTPUBLIC: refused: localhost resolves to (127\.0\.0\.1|::1), which is not a public address$/)
+    assert.equal(compatible, 'refused: ::7f00:1 is not a public https host')
+    assert.equal(sixToFour, 'refused: 2002:7f00:1::1 is not a public https host')
+    assert.match(String(dotted), /^EADDRNOTPUBLIC: refused: localhost\. resolves to (127\.0\.0\.1|::1), which is not a public address$/)
     assert.equal(receiver.received.length + receiver.refused.length, 0)
   })
 }, { env: { WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_RETRY_SCHEDULE: '1m' } })

@@ -11,6 +11,14 @@ export function prose (text: string | undefined): string {
   return escape(text ?? '').replace(/`([^`]+)`/g, '<code>$1</code>')
 }
 
+/**
+ * A path that a narrow column may wrap after any `/` and nowhere else: each segment is a `<span>`
+ * that the page's style keeps whole (`white-space: nowrap`, so not at a `-` either).
+ */
+export function wrappable (path: string): string {
+  return path.split('/').map(segment => segment === '' ? '' : `<span>${escape(segment)}</span>`).join('/<wbr>')
+}
+
 /** A stable fragment id made of `[a-z0-9-]`: `get /api/v1/orders/{id}` → `get-api-v1-orders-id`. */
 export function anchor (...parts: string[]): string {
   return parts.join(' ').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')

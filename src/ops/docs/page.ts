@@ -1,5 +1,5 @@
 import { renderGuide, type GuideSettings } from './guide.js'
-import { anchor, escape, prose } from './html.js'
+import { anchor, escape, prose, wrappable } from './html.js'
 import { groupByTag, renderOperation, type OpenApiDocument } from './operations.js'
 
 // Inline only: the page must work offline and under the service's Content-Security-Policy
@@ -13,7 +13,10 @@ header h1 { margin: 0 0 .25rem; font-size: 1.6rem; }
 .layout { display: flex; align-items: flex-start; }
 nav { position: sticky; top: 0; flex: 0 0 17rem; max-height: 100vh; overflow-y: auto; padding: 1rem 1.25rem; border-right: 1px solid var(--line); font-size: 13px; }
 nav ul { list-style: none; margin: 0 0 .75rem; padding: 0; }
-nav li { margin: .15rem 0; overflow-wrap: anywhere; }
+nav li { margin: .15rem 0; }
+/* A long path wraps only after a slash (html.ts, wrappable), its later lines indented under the first. */
+nav li li li a { display: block; padding-left: 1.25rem; text-indent: -1.25rem; }
+nav li li li a span { white-space: nowrap; }
 nav ul ul { padding-left: .75rem; }
 main { flex: 1; min-width: 0; padding: 1rem 2rem 4rem; max-width: 70rem; }
 a { color: var(--accent); text-decoration: none; }
@@ -27,6 +30,8 @@ table { border-collapse: collapse; width: 100%; margin: .35rem 0 .75rem; font-si
 th, td { text-align: left; vertical-align: top; padding: .3rem .5rem; border: 1px solid var(--line); }
 th { background: var(--bg-alt); }
 td code { word-break: break-word; }
+/* A constraint may be one long token (a pattern): it wraps rather than widening the page. */
+table.params td:nth-child(5), table.fields td:nth-child(4) { overflow-wrap: anywhere; }
 .operation { border: 1px solid var(--line); border-radius: 6px; padding: .25rem 1rem .5rem; margin: 1rem 0; }
 .operation h3 { margin: .6rem 0 .2rem; font-size: 1.05rem; }
 .summary { margin: .2rem 0; font-weight: 600; }
@@ -53,7 +58,7 @@ export function renderReferencePage (doc: OpenApiDocument, settings: GuideSettin
 <li><a href="#guide"><strong>Guide</strong></a><ul>${guideLinks.map(([id, title]) => `<li><a href="#${id}">${escape(title)}</a></li>`).join('')}</ul></li>
 <li><a href="#operations"><strong>Operations</strong></a><ul>
 ${groups.map(group => `<li><a href="#tag-${anchor(group.tag)}">${escape(group.tag)}</a><ul>${group.operations.map(({ method, path }) =>
-    `<li><a href="#${anchor(method, path)}">${escape(method.toUpperCase())} ${escape(path)}</a></li>`).join('')}</ul></li>`).join('\n')}
+    `<li><a href="#${anchor(method, path)}">${escape(method.toUpperCase())} ${wrappable(path)}</a></li>`).join('')}</ul></li>`).join('\n')}
 </ul></li>
 </ul>`
   const operations = groups.map(group => `<section class="tag" id="tag-${anchor(group.tag)}">
