@@ -159,14 +159,13 @@ const PaymentStatusFilter = documentAs(Type.String({
   minLength: 1,
   maxLength: 200,
   description: 'One payment status or several, comma-separated',
-  examples: ['UNPAID,PARTIALLY_PAID'],
 }), {
   type: 'string',
   minLength: 1,
   maxLength: 200,
   pattern: commaListPattern(ORDER_PAYMENT_STATUSES),
-  description: `The order's paymentStatus: one or several, comma-separated (${ORDER_PAYMENT_STATUSES.join(', ')})`,
-  examples: ['UNPAID,PARTIALLY_PAID'],
+  // No `examples`, as `status`.
+  description: `The order's paymentStatus: one or several, comma-separated (${ORDER_PAYMENT_STATUSES.join(', ')}), e.g. \`UNPAID,PARTIALLY_PAID\``,
 })
 
 const AdminFilters = {
