@@ -85,7 +85,7 @@ describeEachBackend('events written with each change', (ctx) => {
       ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['PAID', 1000, 0, 0],
       ['PARTIALLY_REFUNDED', 1000, 300, 0], ['REFUNDED', 1000, 1000, 0], ['REFUNDED', 1000, 1000, 0], ['REFUNDED', 1000, 1000, 0],
     ])
-    assert.deepEqual(events.map(event => event.data.order.payments.map(payment => payment.status)),
+    assert.deepEqual(events.map(event => (event.data.order.payments as Array<{ status: string }>).map(payment => payment.status)),
       [[], ['PENDING'], ['PENDING'], ['FAILED'], ['COMPLETED'], ['PARTIALLY_REFUNDED'], ['REFUNDED'], ['REFUNDED'], ['REFUNDED']])
     assert.deepEqual(events.map(event => event.data.payment?.status ?? null),
       [null, 'PENDING', 'PENDING', 'FAILED', 'COMPLETED', 'PARTIALLY_REFUNDED', 'REFUNDED', 'REFUNDED', 'REFUNDED'])
