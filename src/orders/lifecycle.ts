@@ -62,7 +62,7 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
  * Applies a change to an order in one transaction, in the contract's order of checks: visible (404),
  * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400).
  * Side effects happen in the same transaction: confirm opens the order's payment; a cancel or
- * delete of an active order releases its stock and settles its payment (refunded if captured,
+ * delete of an active order releases its stock and settles its payments (refunded if captured,
  * cancelled if not), so either all of it happens or none. Returns the order as it is afterwards.
  */
 export async function changeOrder (
@@ -70,11 +70,10 @@ export async function changeOrder (
 ): Promise<OrderWithItems> {
   const happened: { cancelled: boolean, lapsedAt: Date | null } = { cancelled: false, lapsedAt: null }
   const changed = await db.transaction().execute(async (trx) => {
-    const locked = await lockOrder(trx, id)
-    assertVisible(locked, principal, id)
-    assertIfMatch(locked, request.ifMatch)
-    // Delivery depends on the order's money, which every payment verb changes under this lock too.
-    const order = locked
+    // Delivery depends on the order's stored money, which every payment verb changes under this lock too.
+    const order = await lockOrder(trx, id)
+    assertVisible(order, principal, id)
+    assertIfMatch(order, request.ifMatch)
     const verb = resolveVerb(order, principal, request)
     if (verb === 'confirm' && reservationLapsed(order)) {
       // The sweep has not got to it yet: the order expires now, and the confirm is refused after commit.

@@ -227,6 +227,7 @@ describeEachBackend('payments', (ctx) => {
   for (const status of ['COMPLETED', 'PARTIALLY_REFUNDED'] as const) {
     it(`delivers an order whose payment is ${status}: 200 with the order detail, DELIVERED`, async () => {
       const o = await paymentIn(ctx.api, status)
+      const refundedAmount = status === 'COMPLETED' ? 0 : 300
       const res = await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' })
       assert.equal(res.statusCode, 200, res.body)
       assert.equal(res.headers.etag, '"3"')
@@ -245,6 +246,11 @@ describeEachBackend('payments', (ctx) => {
         shippingAddress: null,
         memo: null,
         paymentId: o.paymentId,
+        payments: [{ paymentId: o.paymentId, amount: 1000, refundedAmount, status }],
+        paidAmount: 1000,
+        refundedAmount,
+        balanceDue: 0,
+        paymentStatus: status === 'COMPLETED' ? 'PAID' : 'PARTIALLY_REFUNDED',
         version: 3,
         allowedActions: ['delete'],
       })
