@@ -213,6 +213,10 @@ describeEachBackend('money on the order', (ctx) => {
       })
       assert.deepEqual(await ids(path), before)
     }
+    // The export takes the lists' filters (CONTRACT §15.7).
+    const csv = await get(ctx.api, '/api/v1/admin/orders/export?paymentStatus=PAID', admin)
+    assert.equal(csv.statusCode, 200, csv.body)
+    assert.deepEqual(csv.body.trimEnd().split('\r\n').slice(1).map(line => Number(line.split(',')[0])), [paid])
     // Members' lists take no such filter.
     assertError(await get(ctx.api, '/api/v1/orders?paymentStatus=PAID', owner), {
       code: 'VALIDATION_FAILED',
