@@ -355,7 +355,7 @@ export async function freePort (): Promise<number> {
   return port
 }
 
-/** The list element the contract expects for an order (CONTRACT §3: summary). */
+/** The list element the contract expects for an order (CONTRACT §3: summary; §15.1: nothing is due on an order that ended). */
 export function summaryOf (order: OrderDetail, status = order.status): OrderSummary {
   return {
     orderId: order.orderId,
@@ -364,6 +364,10 @@ export function summaryOf (order: OrderDetail, status = order.status): OrderSumm
     itemCount: order.items.length,
     totalAmount: order.totalAmount,
     currency: order.currency,
+    paidAmount: order.paidAmount,
+    refundedAmount: order.refundedAmount,
+    balanceDue: status === 'CANCELLED' || status === 'DELETED' ? 0 : order.balanceDue,
+    paymentStatus: order.paymentStatus,
     createdAt: order.createdAt,
   }
 }

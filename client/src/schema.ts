@@ -1733,11 +1733,70 @@ export interface components {
             data: components["schemas"]["Category"][];
             error: null;
         };
+        /** @enum {unknown} */
+        PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
+        /**
+         * @description GOODWILL: the admin refund verb; EDIT: an edit lowered the total; RETURN: goods came back; CANCEL: the order was cancelled or deleted. GOODWILL and RETURN refunds are credited: they lower what the order owes.
+         * @enum {unknown}
+         */
+        RefundReason: "GOODWILL" | "EDIT" | "RETURN" | "CANCEL";
+        /** @description A payment of a confirmed order (an order may have several) */
+        Payment: {
+            paymentId: number;
+            orderId: number;
+            amount: number;
+            refundedAmount: number;
+            /** @example USD */
+            currency: string;
+            status: components["schemas"]["PaymentStatus"];
+            method: string | null;
+            failureReason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
+        /** @description One of the order's payments, as its detail lists them (oldest first) */
+        OrderPayment: {
+            paymentId: number;
+            amount: number;
+            refundedAmount: number;
+            status: components["schemas"]["PaymentStatus"];
+        };
+        PaymentEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Payment"];
+            error: null;
+        };
+        PaymentSlice: {
+            content: components["schemas"]["Payment"][];
+            size: number;
+            hasNext: boolean;
+            nextCursor: string | null;
+        };
+        PaymentSliceEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["PaymentSlice"];
+            error: null;
+        };
         /**
          * @description PLACED → CONFIRMED → DELIVERED, or CANCELLED; DELETED is a soft delete. PENDING is a legacy status: no order placed through this API enters it; orders carried over from an earlier system may still have it, and it behaves as PLACED everywhere (the same verbs and transitions, no reservation deadline).
          * @enum {unknown}
          */
         OrderStatus: "PENDING" | "PLACED" | "CONFIRMED" | "DELIVERED" | "CANCELLED" | "DELETED";
+        /**
+         * @description UNPAID: nothing captured (also before confirm); REFUNDED: everything captured was refunded; PARTIALLY_PAID: captured, balanceDue > 0; PARTIALLY_REFUNDED: nothing due, something refunded; PAID: nothing due, nothing refunded. Decided in that order.
+         * @enum {unknown}
+         */
+        OrderPaymentStatus: "UNPAID" | "PARTIALLY_PAID" | "PAID" | "PARTIALLY_REFUNDED" | "REFUNDED";
         /** @enum {unknown} */
         OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
         /** @enum {unknown} */
@@ -1762,6 +1821,15 @@ export interface components {
             shippingAddress: string | null;
             memo: string | null;
             paymentId: number | null;
+            /** @description Every payment of the order, oldest first */
+            payments: components["schemas"]["OrderPayment"][];
+            /** @description Captured, over all the order's payments (minor units) */
+            paidAmount: number;
+            /** @description Refunded, over all the order's refunds (minor units) */
+            refundedAmount: number;
+            /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
+            balanceDue: number;
+            paymentStatus: components["schemas"]["OrderPaymentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /** @description The verbs the caller may apply now */
@@ -1787,6 +1855,13 @@ export interface components {
             totalAmount: number;
             /** @example USD */
             currency: string;
+            /** @description Captured, over all the order's payments (minor units) */
+            paidAmount: number;
+            /** @description Refunded, over all the order's refunds (minor units) */
+            refundedAmount: number;
+            /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
+            balanceDue: number;
+            paymentStatus: components["schemas"]["OrderPaymentStatus"];
             /**
              * Format: date-time
              * @example 2026-11-22T09:30:00.000Z
@@ -1852,48 +1927,6 @@ export interface components {
             error: null;
         };
         /** @enum {unknown} */
-        PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
-        /** @description The payment of a confirmed order */
-        Payment: {
-            paymentId: number;
-            orderId: number;
-            amount: number;
-            refundedAmount: number;
-            /** @example USD */
-            currency: string;
-            status: components["schemas"]["PaymentStatus"];
-            method: string | null;
-            failureReason: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            updatedAt: string;
-        };
-        PaymentEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["Payment"];
-            error: null;
-        };
-        PaymentSlice: {
-            content: components["schemas"]["Payment"][];
-            size: number;
-            hasNext: boolean;
-            nextCursor: string | null;
-        };
-        PaymentSliceEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["PaymentSlice"];
-            error: null;
-        };
-        /** @enum {unknown} */
         EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
         /** @description The order as an admin reads it, without allowedActions */
         EventOrder: {
@@ -1907,6 +1940,15 @@ export interface components {
             shippingAddress: string | null;
             memo: string | null;
             paymentId: number | null;
+            /** @description Every payment of the order, oldest first */
+            payments: components["schemas"]["OrderPayment"][];
+            /** @description Captured, over all the order's payments (minor units) */
+            paidAmount: number;
+            /** @description Refunded, over all the order's refunds (minor units) */
+            refundedAmount: number;
+            /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
+            balanceDue: number;
+            paymentStatus: components["schemas"]["OrderPaymentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /**
@@ -1935,8 +1977,12 @@ export interface components {
             data: {
                 order: components["schemas"]["EventOrder"];
                 payment: components["schemas"]["Payment"] | null;
+                /** @description On payment.refunded: the refund, why it happened, and the edit or return it settles */
                 refund?: {
                     amount: number;
+                    reason: components["schemas"]["RefundReason"];
+                    editId?: number;
+                    returnId?: number;
                 };
             };
         };
@@ -4888,6 +4934,10 @@ export interface operations {
                      *             "itemCount": 2,
                      *             "totalAmount": 5250,
                      *             "currency": "USD",
+                     *             "paidAmount": 0,
+                     *             "refundedAmount": 0,
+                     *             "balanceDue": 5250,
+                     *             "paymentStatus": "UNPAID",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -4989,6 +5039,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5042,6 +5097,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5113,6 +5173,10 @@ export interface operations {
                      *             "itemCount": 2,
                      *             "totalAmount": 5250,
                      *             "currency": "USD",
+                     *             "paidAmount": 0,
+                     *             "refundedAmount": 0,
+                     *             "balanceDue": 5250,
+                     *             "paymentStatus": "UNPAID",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5187,6 +5251,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5290,6 +5359,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5385,6 +5459,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5681,6 +5760,8 @@ export interface operations {
                 size?: number;
                 /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
+                /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
+                paymentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5711,6 +5792,10 @@ export interface operations {
                      *             "itemCount": 2,
                      *             "totalAmount": 5250,
                      *             "currency": "USD",
+                     *             "paidAmount": 0,
+                     *             "refundedAmount": 0,
+                     *             "balanceDue": 5250,
+                     *             "paymentStatus": "UNPAID",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5743,6 +5828,8 @@ export interface operations {
                 size?: number;
                 /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
+                /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
+                paymentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5780,6 +5867,10 @@ export interface operations {
                      *             "itemCount": 2,
                      *             "totalAmount": 5250,
                      *             "currency": "USD",
+                     *             "paidAmount": 0,
+                     *             "refundedAmount": 0,
+                     *             "balanceDue": 5250,
+                     *             "paymentStatus": "UNPAID",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5808,6 +5899,8 @@ export interface operations {
             query?: {
                 /** @description One status or several, comma-separated (PENDING, PLACED, CONFIRMED, DELIVERED, CANCELLED, DELETED), e.g. `PLACED,CONFIRMED` */
                 status?: string;
+                /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
+                paymentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5903,6 +5996,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6003,6 +6101,11 @@ export interface operations {
                      *         "shippingAddress": "1 Main St, Springfield",
                      *         "memo": "Leave at the door",
                      *         "paymentId": null,
+                     *         "payments": [],
+                     *         "paidAmount": 0,
+                     *         "refundedAmount": 0,
+                     *         "balanceDue": 5250,
+                     *         "paymentStatus": "UNPAID",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6354,6 +6457,11 @@ export interface operations {
                      *                 "shippingAddress": "1 Main St, Springfield",
                      *                 "memo": "Leave at the door",
                      *                 "paymentId": null,
+                     *                 "payments": [],
+                     *                 "paidAmount": 0,
+                     *                 "refundedAmount": 0,
+                     *                 "balanceDue": 5250,
+                     *                 "paymentStatus": "UNPAID",
                      *                 "version": 1,
                      *                 "createdAt": "2026-11-22T09:30:00.000Z",
                      *                 "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -6438,6 +6546,11 @@ export interface operations {
                      *             "shippingAddress": "1 Main St, Springfield",
                      *             "memo": "Leave at the door",
                      *             "paymentId": null,
+                     *             "payments": [],
+                     *             "paidAmount": 0,
+                     *             "refundedAmount": 0,
+                     *             "balanceDue": 5250,
+                     *             "paymentStatus": "UNPAID",
                      *             "version": 1,
                      *             "createdAt": "2026-11-22T09:30:00.000Z",
                      *             "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7513,6 +7626,11 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": null,
+                 *           "payments": [],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 1,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7631,6 +7749,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "PENDING"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 4,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:34:00.000Z"
@@ -7760,6 +7890,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 5250,
+                 *               "status": "REFUNDED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "REFUNDED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -7889,6 +8031,11 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": null,
+                 *           "payments": [],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8007,6 +8154,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -8136,6 +8295,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 5250,
+                 *               "status": "REFUNDED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "REFUNDED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -8265,6 +8436,11 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Ring twice",
                  *           "paymentId": null,
+                 *           "payments": [],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8383,6 +8559,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "PENDING"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 3,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:33:00.000Z"
@@ -8512,6 +8700,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
                  *           "version": 6,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:36:00.000Z"
@@ -8641,6 +8841,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "FAILED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"
@@ -8770,6 +8982,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 5250,
+                 *               "status": "REFUNDED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 5250,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "REFUNDED",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -8787,7 +9011,8 @@ export interface operations {
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
                  *         },
                  *         "refund": {
-                 *           "amount": 5250
+                 *           "amount": 5250,
+                 *           "reason": "CANCEL"
                  *         }
                  *       }
                  *     }
@@ -8902,6 +9127,18 @@ export interface operations {
                  *           "shippingAddress": "1 Main St, Springfield",
                  *           "memo": "Leave at the door",
                  *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "CANCELLED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "UNPAID",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"

@@ -1,10 +1,16 @@
 import { sql, type RawBuilder } from 'kysely'
+import type { RefundReason } from '../payments/schemas.js'
 import type { EventType } from './schemas.js'
 
-/** An event a change announces; `refund` only on `payment.refunded` (CONTRACT §12). */
+/**
+ * An event a change announces; `refund` only on `payment.refunded` (CONTRACT §12, §15.1).
+ * `paymentId`: the payment a payment event is about; absent, the event carries the order's most
+ * recent payment (CONTRACT §15.7).
+ */
 export interface Announcement {
   type: EventType
-  refund?: { amount: number }
+  paymentId?: number
+  refund?: { amount: number, reason: RefundReason, editId?: number, returnId?: number }
 }
 
 /** An order's items as the API shows them, read from order_items for the order row `o`. */
@@ -18,23 +24,28 @@ export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
  * statement that changes the order, so that they commit or roll back with it:
  * - the announced events. `o` must name the order row as it is after the change, its
  *   `event_sequence` already advanced by `announcements.length`: the events take the numbers up to
- *   it, in the order given. Each stores the order, its items (`items`, a subquery over `o`), its
- *   payment as the transaction has it, and the refund;
+ *   it, in the order given. Each stores the order, its items (`items`, a subquery over `o`), the
+ *   payment it is about (or the order's most recent), all the order's payments as the transaction
+ *   has them, and the refund;
  * - one delivery per event and webhook endpoint that is ACTIVE and takes its type.
  */
 export function outboxWrites (announcements: readonly Announcement[], items: RawBuilder<unknown> = storedItems): RawBuilder<unknown> {
   const count = announcements.length
   const rows = sql.join(announcements.map((a, i) =>
-    sql`(${i + 1}::integer, ${a.type}::text, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb)`))
+    sql`(${i + 1}::integer, ${a.type}::text, ${a.paymentId ?? null}::bigint, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb)`))
   return sql`
     new_events as (
       insert into events (type, order_id, sequence, snapshot)
       select a.type, o.id, o.event_sequence - ${count}::integer + a.ord, jsonb_build_object(
         'order', to_jsonb(o),
         'items', coalesce(${items}, '[]'::jsonb),
-        'payment', (select to_jsonb(p) from payments p where p.id = o.payment_id),
+        'payment', (select to_jsonb(p) from payments p
+          where p.id = coalesce(a.payment_id, (select max(q.id) from payments q where q.order_id = o.id))),
+        'payments', (select jsonb_agg(jsonb_build_object(
+          'paymentId', p.id, 'amount', p.amount, 'refundedAmount', p.refunded_amount, 'status', p.status) order by p.id)
+          from payments p where p.order_id = o.id),
         'refund', a.refund)
-      from o, (values ${rows}) as a (ord, type, refund)
+      from o, (values ${rows}) as a (ord, type, payment_id, refund)
       order by a.ord
       returning id, type, order_id, sequence
     ),

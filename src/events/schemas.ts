@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 import { Component, documentAs, Envelope, Id, Nullable, PathId, Ref, Slice, Timestamp } from '../http/schemas.js'
 import { commaListPattern, OrderDetail } from '../orders/schemas.js'
-import { Payment } from '../payments/schemas.js'
+import { Payment, RefundReasonSchema } from '../payments/schemas.js'
 
 /** Every event type (CONTRACT §12), in the order of its table. */
 export const EVENT_TYPES = [
@@ -27,7 +27,12 @@ export const Event = Component('Event', Type.Object({
   data: Type.Object({
     order: Ref(EventOrder),
     payment: Nullable(Ref(Payment)),
-    refund: Type.Optional(Type.Object({ amount: Type.Integer({ minimum: 0 }) })),
+    refund: Type.Optional(Type.Object({
+      amount: Type.Integer({ minimum: 0 }),
+      reason: Ref(RefundReasonSchema),
+      editId: Type.Optional(Id),
+      returnId: Type.Optional(Id),
+    }, { description: 'On payment.refunded: the refund, why it happened, and the edit or return it settles' })),
   }),
 }, { description: 'Something that happened to an order or its payment, as committed' }))
 export type Event = Static<typeof Event>

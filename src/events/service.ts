@@ -5,6 +5,7 @@ import { toOrderData } from '../orders/mapper.js'
 import type { OrderItem } from '../orders/schemas.js'
 import type { OrderRow } from '../orders/table.js'
 import { toPayment } from '../payments/service.js'
+import type { OrderPayment } from '../payments/schemas.js'
 import type { PaymentRow } from '../payments/table.js'
 import { findEvent, readFeed, type FeedPosition } from './repository.js'
 import { EVENT_TYPES, type Event, type EventFeedQuery } from './schemas.js'
@@ -19,9 +20,34 @@ function withDates<T> (row: Record<string, unknown>): T {
   return dated as T
 }
 
+/**
+ * The order's money as a snapshot written before orders stored it (CONTRACT §15.1) shows it: from
+ * the one payment such an order had, its refunds credited unless the order was cancelled (the
+ * migration's reading of the refunds of the time: a cancel's, or the admin's goodwill refund).
+ */
+function olderMoney (order: Record<string, unknown>, payment: PaymentRow | null): Pick<OrderRow,
+  'paid_amount' | 'refunded_amount' | 'credited_amount' | 'payment_status'> {
+  const paid = payment && ['COMPLETED', 'PARTIALLY_REFUNDED', 'REFUNDED'].includes(payment.status) ? payment.amount : 0
+  const refunded = payment?.refunded_amount ?? 0
+  const credited = order.status === 'CANCELLED' || order.status === 'DELETED' ? 0 : refunded
+  const due = (order.total_amount as number) - credited - (paid - refunded)
+  return {
+    paid_amount: paid,
+    refunded_amount: refunded,
+    credited_amount: credited,
+    payment_status: paid === 0 ? 'UNPAID' : refunded >= paid ? 'REFUNDED' : due > 0 ? 'PARTIALLY_PAID' : refunded > 0 ? 'PARTIALLY_REFUNDED' : 'PAID',
+  }
+}
+
 /** The event object (CONTRACT §12) of a stored event: its snapshot in the API's shapes. */
 export function toEvent (row: EventRow): Event {
-  const { order, items, payment, refund } = row.snapshot
+  const { order, items, payment, payments, refund } = row.snapshot
+  const paymentRow = payment ? withDates<PaymentRow>(payment) : null
+  const orderRow = withDates<OrderRow>(order)
+  const money = 'payment_status' in order ? {} : olderMoney(order, paymentRow)
+  const listed = (payments ?? (paymentRow
+    ? [{ paymentId: paymentRow.id, amount: paymentRow.amount, refundedAmount: paymentRow.refunded_amount, status: paymentRow.status }]
+    : [])) as OrderPayment[]
   return {
     eventId: row.id,
     type: row.type,
@@ -29,9 +55,10 @@ export function toEvent (row: EventRow): Event {
     orderId: row.order_id,
     sequence: row.sequence,
     data: {
-      order: toOrderData({ ...withDates<OrderRow>(order), items: items as OrderItem[] }),
-      payment: payment ? toPayment(withDates<PaymentRow>(payment)) : null,
-      ...(refund ? { refund } : {}),
+      order: toOrderData({ ...orderRow, ...money, items: items as OrderItem[], payments: listed }),
+      payment: paymentRow ? toPayment(paymentRow) : null,
+      // A refund announced before refunds had reasons: a cancel's, or the admin's (as the migration reads them).
+      ...(refund ? { refund: { ...refund, reason: refund.reason ?? (order.status === 'CANCELLED' || order.status === 'DELETED' ? 'CANCEL' : 'GOODWILL') } } : {}),
     },
   }
 }

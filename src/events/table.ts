@@ -1,4 +1,5 @@
 import type { Generated, Selectable } from 'kysely'
+import type { RefundReason } from '../payments/schemas.js'
 import type { EventType } from './schemas.js'
 
 export interface EventsTable {
@@ -8,7 +9,7 @@ export interface EventsTable {
   type: EventType
   order_id: number
   sequence: number
-  /** The order row, its items, its payment row and the refund, as committed (src/events/outbox.ts). */
+  /** The order row, its items, its payment row, its payments and the refund, as committed (src/events/outbox.ts). */
   snapshot: EventSnapshot
   created_at: Generated<Date>
 }
@@ -18,7 +19,9 @@ export interface EventSnapshot {
   order: Record<string, unknown>
   items: unknown[]
   payment: Record<string, unknown> | null
-  refund: { amount: number } | null
+  /** The order's payments as the detail lists them; absent in snapshots written before CONTRACT §15.1. */
+  payments?: unknown[] | null
+  refund: { amount: number, reason?: RefundReason, editId?: number, returnId?: number } | null
 }
 
 export type EventRow = Selectable<EventsTable>

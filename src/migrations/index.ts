@@ -12,6 +12,7 @@ import * as webhookNotifyOff from './2026-11-24-09-webhook-notify-off.js'
 import * as oidc from './2026-11-24-06-oidc.js'
 import * as oidcBinding from './2026-11-27-01-oidc-binding.js'
 import * as unpaidOrders from './2026-11-27-01-unpaid-orders.js'
+import * as orderMoney from './2026-11-27-02-order-money.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24-09-webhook-notify-off': webhookNotifyOff,
   '2026-11-27-01-oidc-binding': oidcBinding,
   '2026-11-27-01-unpaid-orders': unpaidOrders,
+  '2026-11-27-02-order-money': orderMoney,
 }

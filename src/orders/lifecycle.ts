@@ -5,9 +5,9 @@ import type { Announcement } from '../events/outbox.js'
 import type { EventType } from '../events/schemas.js'
 import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
-import { lockPayment, updatePayment } from '../payments/repository.js'
+import { lockOrderPayments, updatePayment } from '../payments/repository.js'
 import { isCaptured } from '../payments/schemas.js'
-import { openPayment, settlePayment } from '../payments/service.js'
+import { openPayment, settlePayments } from '../payments/service.js'
 import { lockLapsedReservation, lockOrder, releaseStock, updateOrder, type OrderWithItems } from './repository.js'
 import type { OrderStatus, Verb } from './schemas.js'
 import { etagOf } from './mapper.js'
@@ -59,23 +59,10 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
 }
 
 /**
- * Delivery depends on the payment's status, which a refund changes under the payment's lock only.
- * Before a delivery is decided, the payment is locked too and its status read again: a full refund
- * in progress is waited for, and its REFUNDED then refuses the delivery. (Order, then payment: the
- * order in which a cancel takes them, and refunds take the payment alone, so no deadlock.)
- */
-async function withLockedPayment (trx: Tx, order: OrderWithItems, request: OrderChangeRequest): Promise<OrderWithItems> {
-  const target = request.verb ? VERB_TARGET[request.verb] : request.status
-  if (target !== 'DELIVERED' || order.status === 'DELIVERED' || order.payment_id === null) return order
-  const payment = await lockPayment(trx, order.payment_id)
-  return { ...order, payment_status: payment?.status ?? null }
-}
-
-/**
  * Applies a change to an order in one transaction, in the contract's order of checks: visible (404),
  * owner (403), If-Match (412), status rule (403 who / 400 from where), address rule (400).
  * Side effects happen in the same transaction: confirm opens the order's payment; a cancel or
- * delete of an active order releases its stock and settles its payment (refunded if captured,
+ * delete of an active order releases its stock and settles its payments (refunded if captured,
  * cancelled if not), so either all of it happens or none. Returns the order as it is afterwards.
  */
 export async function changeOrder (
@@ -83,10 +70,10 @@ export async function changeOrder (
 ): Promise<OrderWithItems> {
   const happened: { cancelled: boolean, lapsedAt: Date | null } = { cancelled: false, lapsedAt: null }
   const changed = await db.transaction().execute(async (trx) => {
-    const locked = await lockOrder(trx, id)
-    assertVisible(locked, principal, id)
-    assertIfMatch(locked, request.ifMatch)
-    const order = await withLockedPayment(trx, locked, request)
+    // Delivery depends on the order's stored money, which every payment verb changes under this lock too.
+    const order = await lockOrder(trx, id)
+    assertVisible(order, principal, id)
+    assertIfMatch(order, request.ifMatch)
     const verb = resolveVerb(order, principal, request)
     if (verb === 'confirm' && reservationLapsed(order)) {
       // The sweep has not got to it yet: the order expires now, and the confirm is refused after commit.
@@ -102,28 +89,23 @@ export async function changeOrder (
     const status = verb ? VERB_TARGET[verb] : order.status
     if (status === order.status && memo === order.memo && shippingAddress === order.shipping_address) return order
 
-    let payment = { id: order.payment_id, status: order.payment_status }
+    let paymentId = order.payment_id
     const events: Announcement[] = []
     if (verb === 'confirm') {
-      const opened = await openPayment(trx, order)
-      payment = { id: opened.id, status: opened.status }
-      events.push({ type: 'payment.created' })
+      paymentId = (await openPayment(trx, order)).id
+      events.push({ type: 'payment.created', paymentId })
     }
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
-      if (payment.id !== null) {
-        const settled = await settlePayment(trx, provider, payment.id, principal.memberId)
-        payment.status = settled.status
-        if (settled.event) events.push(settled.event)
-      }
+      events.push(...await settlePayments(trx, provider, order.id, principal.memberId))
     }
     events.push({ type: verb ? VERB_EVENT[verb] : 'order.updated' })
-    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId: payment.id }, {
+    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     }, events)
     happened.cancelled = status === 'CANCELLED' && order.status !== 'CANCELLED'
-    return { ...row, items: order.items, payment_status: payment.status }
+    return row
   })
   if (happened.cancelled) ordersCancelled.inc() // counted once committed: a cancel rolled back never happened
   if (happened.lapsedAt !== null) {
@@ -154,21 +136,19 @@ const reservationLapsed = (order: OrderWithItems) =>
  */
 async function expire (trx: Tx, order: OrderWithItems): Promise<OrderWithItems | undefined> {
   const events: Announcement[] = []
-  let paymentStatus = order.payment_status
-  if (order.payment_id !== null) {
-    const payment = (await lockPayment(trx, order.payment_id))!
-    if (isCaptured(payment.status) || payment.status === 'REFUNDED') return undefined
+  const payments = await lockOrderPayments(trx, order.id)
+  if (payments.some(payment => isCaptured(payment.status) || payment.status === 'REFUNDED')) return undefined
+  for (const payment of payments.toReversed()) {
     if (payment.status === 'PENDING' || payment.status === 'FAILED') {
-      paymentStatus = (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status
-      events.push({ type: 'payment.cancelled' })
+      await updatePayment(trx, payment.id, { status: 'CANCELLED' })
+      events.push({ type: 'payment.cancelled', paymentId: payment.id })
     }
   }
   await releaseStock(trx, order.id)
   events.push({ type: 'order.expired' })
-  const row = await updateOrder(trx, order, {
+  return updateOrder(trx, order, {
     status: 'CANCELLED', memo: order.memo, shippingAddress: order.shipping_address, paymentId: order.payment_id,
   }, { action: 'expire', actor: null }, events)
-  return { ...row, items: order.items, payment_status: paymentStatus }
 }
 
 /**

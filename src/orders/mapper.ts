@@ -1,6 +1,8 @@
 import type { Principal } from '../http/access.js'
+import type { OrderPayment } from '../payments/schemas.js'
 import type { OrderWithItems } from './repository.js'
 import type { HistoryEntry, OrderDetail, OrderItem, OrderSummary } from './schemas.js'
+import { balanceDue } from './money.js'
 import { allowedActions } from './status.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
 
@@ -8,7 +10,7 @@ import type { OrderHistoryRow, OrderRow } from './table.js'
 export const etagOf = (order: { version: number }) => `"${order.version}"`
 
 /** The order as an admin reads it, without `allowedActions`: what events carry (CONTRACT §12). */
-export function toOrderData (order: OrderRow & { items: OrderItem[] }): Omit<OrderDetail, 'allowedActions'> {
+export function toOrderData (order: OrderRow & { items: OrderItem[], payments: OrderPayment[] }): Omit<OrderDetail, 'allowedActions'> {
   return {
     orderId: order.id,
     customerId: order.customer_id,
@@ -19,6 +21,11 @@ export function toOrderData (order: OrderRow & { items: OrderItem[] }): Omit<Ord
     shippingAddress: order.shipping_address,
     memo: order.memo,
     paymentId: order.payment_id,
+    payments: order.payments,
+    paidAmount: order.paid_amount,
+    refundedAmount: order.refunded_amount,
+    balanceDue: balanceDue(order),
+    paymentStatus: order.payment_status,
     version: order.version,
     createdAt: order.created_at.toISOString(),
     updatedAt: order.updated_at.toISOString(),
@@ -36,7 +43,8 @@ export function toOrderDetail (order: OrderWithItems, principal: Principal): Ord
 }
 
 /** The columns a summary shows: what a list needs to select (bench/RESULTS.md, "Why a list costs 3–4 reads by id"). */
-export type OrderSummaryRow = Pick<OrderRow, 'id' | 'customer_id' | 'status' | 'item_count' | 'total_amount' | 'currency' | 'created_at'>
+export type OrderSummaryRow = Pick<OrderRow, 'id' | 'customer_id' | 'status' | 'item_count' | 'total_amount' | 'currency' |
+  'paid_amount' | 'refunded_amount' | 'credited_amount' | 'payment_status' | 'created_at'>
 
 export function toOrderSummary (order: OrderSummaryRow): OrderSummary {
   return {
@@ -46,6 +54,10 @@ export function toOrderSummary (order: OrderSummaryRow): OrderSummary {
     itemCount: order.item_count,
     totalAmount: order.total_amount,
     currency: order.currency,
+    paidAmount: order.paid_amount,
+    refundedAmount: order.refunded_amount,
+    balanceDue: balanceDue(order),
+    paymentStatus: order.payment_status,
     createdAt: order.created_at.toISOString(),
   }
 }

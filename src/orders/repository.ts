@@ -8,11 +8,12 @@ import { idValue } from '../db/sql.js'
 import { MAX_STOCK, isId64 } from '../limits.js'
 import type { KeysetPosition, Sort } from '../http/paging.js'
 import type { Role } from '../members/schemas.js'
-import type { PaymentStatus } from '../payments/schemas.js'
-import type { OrderAction, OrderDetail, OrderItem, OrderStatus } from './schemas.js'
+import type { OrderPayment } from '../payments/schemas.js'
+import { moneyOf, paymentsJson, storeMoney } from './money.js'
+import type { OrderAction, OrderDetail, OrderItem, OrderPaymentStatus, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
 
-export type OrderWithItems = OrderRow & { items: OrderItem[], payment_status: PaymentStatus | null }
+export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[] }
 
 /** The order's items as API objects, in the order they were submitted, aggregated in the same query. */
 const itemsJson = sql<OrderItem[]>`coalesce((
@@ -21,12 +22,9 @@ const itemsJson = sql<OrderItem[]>`coalesce((
     'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
-/** The status of the order's payment, if it has one (delivery depends on it). */
-const paymentStatus = sql<PaymentStatus | null>`(select p.status from payments p where p.id = orders.payment_id)`
-
-/** Orders as the detail shows them: the row, its items and its payment's status. */
+/** Orders as the detail shows them: the row (its money included), its items and its payments. */
 const selectOrders = (db: Db) =>
-  db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentStatus.as('payment_status')])
+  db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentsJson('orders').as('payments')])
 
 const orderReaders = new WeakMap<Db, (id: string) => Promise<OrderWithItems | undefined>>()
 
@@ -265,6 +263,7 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
           'orderId', n.id, 'customerId', ${v.customerId}::bigint, 'status', 'PLACED', 'items', ${checkedItems},
           'totalAmount', n.total_amount, 'currency', ${v.currency}::text,
           'shippingAddress', ${v.shippingAddress}::text, 'memo', ${v.memo}::text, 'paymentId', null,
+          'payments', '[]'::jsonb, 'paidAmount', 0, 'refundedAmount', 0, 'balanceDue', n.total_amount, 'paymentStatus', 'UNPAID',
           'version', 1, 'allowedActions', ${v.allowedActions}::jsonb,
           'createdAt', ${isoTime(sql`n.at`)}, 'updatedAt', ${isoTime(sql`n.at`)}) as body,
         replace(${v.location}::text, '{id}', n.id::text) as location
@@ -338,30 +337,33 @@ export interface OrderChange {
 }
 
 /**
- * Writes the new state, bumps the version, records the history entry and the change's events:
- * one statement. `events` are announced in the order given (a payment's event before its order's).
+ * Writes the new state, bumps the version, stores the order's money as its payments now have it
+ * (a confirm, cancel, delete or expiry moves payments before this statement), records the history
+ * entry and the change's events: one statement. `events` are announced in the order given (a
+ * payment's event before its order's).
  */
 export async function updateOrder (
   trx: Tx,
-  order: OrderRow,
+  order: OrderRow & { items: OrderItem[] },
   change: OrderChange,
   history: { action: OrderAction, actor: { id: number, role: Role } | null },
   events: readonly Announcement[]
-): Promise<OrderRow> {
-  const { rows } = await sql<OrderRow>`
+): Promise<OrderWithItems> {
+  const { rows } = await sql<OrderRow & { payments: OrderPayment[] }>`
     with o as (
       update orders set status = ${change.status}, memo = ${change.memo}, shipping_address = ${change.shippingAddress},
         payment_id = ${change.paymentId}, version = version + 1, updated_at = now(),
-        event_sequence = event_sequence + ${events.length}::integer
+        event_sequence = event_sequence + ${events.length}::integer, ${storeMoney}
+      from ${moneyOf(order.id)} m
       where id = ${order.id}
-      returning *
+      returning orders.*
     ),
     history as (
       insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
       select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text from o
     )${events.length > 0 ? sql`, ${outboxWrites(events)}` : sql``}
-    select * from o`.execute(trx)
-  return rows[0]!
+    select o.*, ${paymentsJson('o')} as payments from o`.execute(trx)
+  return { ...rows[0]!, items: order.items }
 }
 
 export function findHistory (db: Db, orderId: number): Promise<OrderHistoryRow[]> {
@@ -379,6 +381,8 @@ export interface OrderFilter {
   minTotal?: number
   maxTotal?: number
   productId?: number
+  /** The stored payment status (CONTRACT §15.5), served by orders_payment_status_created_idx. */
+  paymentStatuses?: readonly OrderPaymentStatus[]
 }
 
 /** Column names are qualified: the export joins members and payments, which have a status too. */
@@ -389,6 +393,7 @@ export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filt
   // matches orders_customer_created_idx's predicate (status <> 'DELETED') and use that index.
   if (!filter.includeDeleted) conditions.push(eb('orders.status', '<>', sql.lit('DELETED')))
   if (filter.statuses) conditions.push(eb('orders.status', 'in', filter.statuses))
+  if (filter.paymentStatuses) conditions.push(eb('orders.payment_status', 'in', filter.paymentStatuses))
   if (filter.createdFrom) conditions.push(eb('orders.created_at', '>=', filter.createdFrom))
   if (filter.createdTo) conditions.push(eb('orders.created_at', '<', filter.createdTo))
   if (filter.minTotal !== undefined) conditions.push(eb('orders.total_amount', '>=', filter.minTotal))
@@ -401,7 +406,10 @@ export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filt
 }
 
 /** The columns a summary shows (`toOrderSummary`): all that a list selects. */
-const SUMMARY_COLUMNS = ['id', 'customer_id', 'status', 'item_count', 'total_amount', 'currency', 'created_at'] as const
+const SUMMARY_COLUMNS = [
+  'id', 'customer_id', 'status', 'item_count', 'total_amount', 'currency', 'paid_amount', 'refunded_amount', 'credited_amount',
+  'payment_status', 'created_at',
+] as const
 
 /** A list's row: mapper.ts's `OrderSummaryRow` (named here too: mapper.ts imports this file). */
 type OrderSummaryRow = Pick<OrderRow, typeof SUMMARY_COLUMNS[number]>
@@ -416,10 +424,12 @@ const firstPageReaders = new WeakMap<Db, Map<number, (customerId: string) => Pro
  */
 async function readFirstPages (db: Db, customerIds: string[], limit: number): Promise<Map<string, OrderSummaryRow[]>> {
   const { rows } = await sql<OrderSummaryRow>`
-    select o.id, o.customer_id, o.status, o.item_count, o.total_amount, o.currency, o.created_at
+    select o.id, o.customer_id, o.status, o.item_count, o.total_amount, o.currency, o.paid_amount, o.refunded_amount,
+      o.credited_amount, o.payment_status, o.created_at
     from unnest(${customerIds}::bigint[]) as c (customer_id)
     cross join lateral (
-      select orders.id, orders.customer_id, orders.status, orders.item_count, orders.total_amount, orders.currency, orders.created_at
+      select orders.id, orders.customer_id, orders.status, orders.item_count, orders.total_amount, orders.currency,
+        orders.paid_amount, orders.refunded_amount, orders.credited_amount, orders.payment_status, orders.created_at
       from orders
       where orders.customer_id = c.customer_id and orders.status <> 'DELETED'
       order by orders.created_at desc, orders.id desc

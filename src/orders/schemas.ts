@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../members/schemas.js'
+import { OrderPayment } from '../payments/schemas.js'
 import {
   Component, Currency, documentAs, Envelope, Id, IdempotencyKeyField, Money, Nullable, Page, PageQuery, Ref, Slice, SliceQuery, SortQuery, Timestamp, TimestampQuery,
 } from '../http/schemas.js'
@@ -11,6 +12,26 @@ export const OrderStatusSchema = Component('OrderStatus', Type.Enum([...ORDER_ST
     'PLACED everywhere (the same verbs and transitions, no reservation deadline).',
 }))
 export type OrderStatus = Static<typeof OrderStatusSchema>
+
+/** What the order's money says (CONTRACT §15.1, §15.7), stored on the order and kept by every change that moves money. */
+export const ORDER_PAYMENT_STATUSES = ['UNPAID', 'PARTIALLY_PAID', 'PAID', 'PARTIALLY_REFUNDED', 'REFUNDED'] as const
+export const OrderPaymentStatusSchema = Component('OrderPaymentStatus', Type.Enum([...ORDER_PAYMENT_STATUSES], {
+  description: 'UNPAID: nothing captured (also before confirm); REFUNDED: everything captured was refunded; PARTIALLY_PAID: captured, ' +
+    'balanceDue > 0; PARTIALLY_REFUNDED: nothing due, something refunded; PAID: nothing due, nothing refunded. Decided in that order.',
+}))
+export type OrderPaymentStatus = Static<typeof OrderPaymentStatusSchema>
+
+/** The money fields of detail and summary (CONTRACT §15.1). */
+const MoneyFields = {
+  paidAmount: Type.Integer({ minimum: 0, description: 'Captured, over all the order\'s payments (minor units)' }),
+  refundedAmount: Type.Integer({ minimum: 0, description: 'Refunded, over all the order\'s refunds (minor units)' }),
+  balanceDue: Type.Integer({
+    minimum: 0,
+    description: 'What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the ' +
+      'GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order.',
+  }),
+  paymentStatus: Ref(OrderPaymentStatusSchema),
+}
 
 /** A comma-separated list of `values` (spaces around each allowed), as `parseList` (http/paging.ts) reads it. */
 export const commaListPattern = (values: readonly string[]) => {
@@ -64,6 +85,8 @@ export const OrderDetail = Component('Order', Type.Object({
   shippingAddress: Nullable(Type.String()),
   memo: Nullable(Type.String()),
   paymentId: Nullable(Id),
+  payments: Type.Array(Ref(OrderPayment), { description: 'Every payment of the order, oldest first' }),
+  ...MoneyFields,
   version: Type.Integer({ description: 'Increases with every change; the ETag is derived from it' }),
   allowedActions: Type.Array(Ref(VerbSchema), { description: 'The verbs the caller may apply now' }),
   createdAt: Timestamp,
@@ -78,6 +101,7 @@ export const OrderSummary = Component('OrderSummary', Type.Object({
   itemCount: Type.Integer({ description: 'Number of order lines' }),
   totalAmount: Money,
   currency: Currency,
+  ...MoneyFields,
   createdAt: Timestamp,
 }, { description: 'An order as lists show it' }))
 export type OrderSummary = Static<typeof OrderSummary>
@@ -130,8 +154,23 @@ export type OrderSearchQuery = Static<typeof OrderSearchQuery>
 /** The fields admin lists sort on, and their columns; the first is the default. */
 export const ORDER_SORT = { createdAt: 'created_at', updatedAt: 'updated_at', totalAmount: 'total_amount', status: 'status' } as const
 
+/** Checked by the service, as `status`. */
+const PaymentStatusFilter = documentAs(Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'One payment status or several, comma-separated',
+}), {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: commaListPattern(ORDER_PAYMENT_STATUSES),
+  // No `examples`, as `status`.
+  description: `The order's paymentStatus: one or several, comma-separated (${ORDER_PAYMENT_STATUSES.join(', ')}), e.g. \`UNPAID,PARTIALLY_PAID\``,
+})
+
 const AdminFilters = {
   status: Type.Optional(StatusFilter),
+  paymentStatus: Type.Optional(PaymentStatusFilter),
   customerId: Type.Optional(Id),
   ...SortQuery(Object.keys(ORDER_SORT)),
 }

@@ -12,7 +12,7 @@ import {
   type OrderFilter, type OrderWithItems, type PlaceOrderResult,
 } from './repository.js'
 import {
-  ORDER_SORT, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderDetail,
+  ORDER_SORT, ORDER_PAYMENT_STATUSES, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderDetail,
   type OrderSearchQuery,
 } from './schemas.js'
 import { allowedActions } from './status.js'
@@ -89,7 +89,9 @@ function placeOrderOnce (
     actor: { id: principal.memberId, role: principal.role },
     reservationMs: config.orderReservationTtlMs,
     unpaidLimit,
-    allowedActions: allowedActions({ customer_id: body.customerId, status: 'PLACED', payment_status: null }, principal),
+    allowedActions: allowedActions({
+      customer_id: body.customerId, status: 'PLACED', total_amount: 0, paid_amount: 0, refunded_amount: 0, credited_amount: 0, payment_status: 'UNPAID',
+    }, principal),
     answerAs,
   })
 }
@@ -149,6 +151,7 @@ export function orderFilter (query: Partial<AdminOrderSearchQuery>): OrderFilter
   return {
     customerId: query.customerId,
     statuses: parseList('status', query.status, ORDER_STATUSES),
+    paymentStatuses: parseList('paymentStatus', query.paymentStatus, ORDER_PAYMENT_STATUSES),
     createdFrom,
     createdTo,
     minTotal: query.minTotal,

@@ -1,6 +1,6 @@
 import { isAdmin, type Principal } from '../http/access.js'
-import { isCaptured, type PaymentStatus } from '../payments/schemas.js'
-import type { OrderStatus, Verb } from './schemas.js'
+import { balanceDue } from './money.js'
+import type { OrderPaymentStatus, OrderStatus, Verb } from './schemas.js'
 
 /**
  * The order lifecycle as data (CONTRACT §3). PENDING (carried over from earlier systems) behaves
@@ -58,19 +58,35 @@ export function holdsUnconfirmedReservation (status: OrderStatus): boolean {
 /** The shipping address may change only while the order has not shipped or ended. */
 export const addressEditable = holdsReservation
 
-/** Delivery needs a captured payment (COMPLETED or PARTIALLY_REFUNDED); why not, if it cannot happen. */
-export function deliveryBlocker (order: { payment_status: PaymentStatus | null }): string | undefined {
-  if (isCaptured(order.payment_status)) return undefined
-  return order.payment_status === null
-    ? 'it has no payment'
-    : `its payment is ${order.payment_status}; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment`
+/** The order's money, as its stored columns have it (CONTRACT §15.1). */
+export interface OrderMoney {
+  status: OrderStatus
+  total_amount: number
+  paid_amount: number
+  refunded_amount: number
+  credited_amount: number
+  payment_status: OrderPaymentStatus
+}
+
+/**
+ * Delivery needs nothing owed and money kept (CONTRACT §15.1, §15.7: balanceDue 0 and paymentStatus
+ * PAID or PARTIALLY_REFUNDED); why not, if it cannot happen. A GOODWILL refund is credited: it
+ * lowers what is owed as much as what was kept, so the order stays deliverable unless all is refunded.
+ */
+export function deliveryBlocker (order: OrderMoney): string | undefined {
+  const due = balanceDue(order)
+  if (due > 0) return `its balanceDue is ${due} (paymentStatus ${order.payment_status}); delivery needs it paid in full`
+  if (order.payment_status !== 'PAID' && order.payment_status !== 'PARTIALLY_REFUNDED') {
+    return `its paymentStatus is ${order.payment_status}; delivery needs PAID or PARTIALLY_REFUNDED`
+  }
+  return undefined
 }
 
 const VERBS = Object.keys(VERB_TARGET) as Verb[]
 
 /** The verbs this caller may apply to the order now (ones that would change it). */
 export function allowedActions (
-  order: { customer_id: number, status: OrderStatus, payment_status: PaymentStatus | null }, principal: Principal
+  order: OrderMoney & { customer_id: number }, principal: Principal
 ): Verb[] {
   const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
   return VERBS.filter(verb =>

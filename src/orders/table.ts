@@ -1,6 +1,6 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
 import type { Role } from '../members/schemas.js'
-import type { OrderAction, OrderStatus } from './schemas.js'
+import type { OrderAction, OrderPaymentStatus, OrderStatus } from './schemas.js'
 
 export interface OrdersTable {
   id: Generated<number>
@@ -11,7 +11,15 @@ export interface OrdersTable {
   item_count: number
   shipping_address: string | null
   memo: string | null
+  /** The order's first payment, opened by confirm; later ones are found by `payments.order_id`. */
   payment_id: number | null
+  /** Money captured, over all its payments (CONTRACT §15.1); kept by every change that moves money. */
+  paid_amount: Generated<number>
+  /** Money refunded, over all its refunds. */
+  refunded_amount: Generated<number>
+  /** The refunds that lower what is owed (reasons GOODWILL and RETURN). */
+  credited_amount: Generated<number>
+  payment_status: Generated<OrderPaymentStatus>
   /** When the unconfirmed order's stock reservation runs out; null = never (CONTRACT §11). */
   reserved_until: ColumnType<Date | null, Date | null | undefined, Date | null>
   version: Generated<number>

@@ -3,8 +3,17 @@ import type { Db, Tx } from '../db/schema.js'
 import { idValue } from '../db/sql.js'
 import { outboxWrites, type Announcement } from '../events/outbox.js'
 import type { KeysetPosition } from '../http/paging.js'
+import { moneyOf, storeMoney } from '../orders/money.js'
+import type { RefundReason } from './schemas.js'
 import type { PaymentsTable, PaymentRow } from './table.js'
 import type { Updateable } from 'kysely'
+
+/** Why a refund happened (CONTRACT §15.1): its reason, and the edit or return it settles. */
+export interface RefundCause {
+  reason: RefundReason
+  editId?: number
+  returnId?: number
+}
 
 export function findPayment (db: Db, id: string | number): Promise<PaymentRow | undefined> {
   return db.selectFrom('payments').selectAll().where('id', '=', idValue(id)).executeTakeFirst()
@@ -20,16 +29,18 @@ export async function lockOrderOfPayment (trx: Tx, id: string | number): Promise
 
 /**
  * Announces a change of the payment alone (processed, declined, refunded): its order keeps its
- * version, and the event takes the order's next sequence number under the order's row lock. A
- * capture (`captured`) also ends the order's reservation deadline (CONTRACT §18): from then on the
- * order keeps its stock.
+ * version, stores its money as its payments now have it (CONTRACT §15.1: the payment changed in an
+ * earlier statement of this transaction), and the event takes the order's next sequence number
+ * under the order's row lock. A capture (`captured`) also ends the order's reservation deadline
+ * (CONTRACT §18): from then on the order keeps its stock.
  */
 export async function announcePaymentChange (trx: Tx, orderId: number, event: Announcement, captured = false): Promise<void> {
   await sql`
     with o as (
       update orders set event_sequence = event_sequence + 1,
-        reserved_until = case when ${captured}::boolean then null else reserved_until end
-      where id = ${orderId} returning *
+        reserved_until = case when ${captured}::boolean then null else reserved_until end, ${storeMoney}
+      from ${moneyOf(orderId)} m
+      where id = ${orderId} returning orders.*
     ),
     ${outboxWrites([event])}
     select 1`.execute(trx)
@@ -38,6 +49,11 @@ export async function announcePaymentChange (trx: Tx, orderId: number, event: An
 /** Locks the payment for the rest of the transaction: its changes happen one at a time. */
 export function lockPayment (trx: Tx, id: string | number): Promise<PaymentRow | undefined> {
   return trx.selectFrom('payments').selectAll().where('id', '=', idValue(id)).forUpdate().executeTakeFirst()
+}
+
+/** Locks every payment of the order (the order's lock is held), oldest first. */
+export function lockOrderPayments (trx: Tx, orderId: number): Promise<PaymentRow[]> {
+  return trx.selectFrom('payments').selectAll().where('order_id', '=', orderId).orderBy('id').forUpdate().execute()
 }
 
 export function insertPayment (trx: Tx, payment: { orderId: number, customerId: number, amount: number, currency: string }): Promise<PaymentRow> {
@@ -52,12 +68,14 @@ export function updatePayment (trx: Tx, id: number, change: Omit<Updateable<Paym
     .where('id', '=', id).returningAll().executeTakeFirstOrThrow()
 }
 
-export function insertRefund (trx: Tx, refund: { paymentId: number, amount: number, reference: string, reason: string, actorId: number }): Promise<unknown> {
+export function insertRefund (trx: Tx, refund: { paymentId: number, amount: number, reference: string, cause: RefundCause, actorId: number }): Promise<unknown> {
   return trx.insertInto('payment_refunds').values({
     payment_id: refund.paymentId,
     amount: refund.amount,
     provider_reference: refund.reference,
-    reason: refund.reason,
+    reason: refund.cause.reason,
+    edit_id: refund.cause.editId ?? null,
+    return_id: refund.cause.returnId ?? null,
     actor_id: refund.actorId,
   }).execute()
 }

@@ -7,6 +7,14 @@ export const PAYMENT_STATUSES = ['PENDING', 'COMPLETED', 'FAILED', 'PARTIALLY_RE
 export const PaymentStatusSchema = Component('PaymentStatus', Type.Enum([...PAYMENT_STATUSES]))
 export type PaymentStatus = Static<typeof PaymentStatusSchema>
 
+/** Why money went back (CONTRACT §15.1): the admin's refund verb, an edit, a return, a cancel or delete. */
+export const REFUND_REASONS = ['GOODWILL', 'EDIT', 'RETURN', 'CANCEL'] as const
+export const RefundReasonSchema = Component('RefundReason', Type.Enum([...REFUND_REASONS], {
+  description: 'GOODWILL: the admin refund verb; EDIT: an edit lowered the total; RETURN: goods came back; CANCEL: the order was cancelled or deleted. ' +
+    'GOODWILL and RETURN refunds are credited: they lower what the order owes.',
+}))
+export type RefundReason = Static<typeof RefundReasonSchema>
+
 /** Money has been captured and not all of it returned (a refund or a delivery needs this). */
 export const isCaptured = (status: PaymentStatus | null) => status === 'COMPLETED' || status === 'PARTIALLY_REFUNDED'
 
@@ -21,8 +29,17 @@ export const Payment = Component('Payment', Type.Object({
   failureReason: Nullable(Type.String({ description: 'Why the last attempt was declined; null otherwise' })),
   createdAt: Timestamp,
   updatedAt: Timestamp,
-}, { description: 'The payment of a confirmed order' }))
+}, { description: 'A payment of a confirmed order (an order may have several)' }))
 export type Payment = Static<typeof Payment>
+
+/** A payment as the order's detail lists it (CONTRACT §15.1). */
+export const OrderPayment = Component('OrderPayment', Type.Object({
+  paymentId: Id,
+  amount: Money,
+  refundedAmount: Money,
+  status: Ref(PaymentStatusSchema),
+}, { description: 'One of the order\'s payments, as its detail lists them (oldest first)' }))
+export type OrderPayment = Static<typeof OrderPayment>
 
 export const ProcessPaymentBody = Type.Object({
   paymentMethodToken: Type.String({

@@ -6,9 +6,10 @@ import { sliceWindow, toSlice } from '../http/paging.js'
 import { meteredCharge } from '../ops/metrics.js'
 import type { PaymentProvider } from './provider.js'
 import {
-  announcePaymentChange, findPayment, insertPayment, insertRefund, listCustomerPayments, lockOrderOfPayment, lockPayment, updatePayment,
+  announcePaymentChange, findPayment, insertPayment, insertRefund, listCustomerPayments, lockOrderOfPayment, lockOrderPayments, lockPayment,
+  updatePayment, type RefundCause,
 } from './repository.js'
-import { isCaptured, type Payment, type PaymentHistoryQuery, type PaymentStatus, type ProcessPaymentBody, type RefundPaymentBody } from './schemas.js'
+import { isCaptured, type Payment, type PaymentHistoryQuery, type ProcessPaymentBody, type RefundPaymentBody } from './schemas.js'
 import type { PaymentRow } from './table.js'
 
 export function toPayment (row: PaymentRow): Payment {
@@ -48,8 +49,8 @@ export async function openPayment (trx: Tx, order: { id: number, customer_id: nu
   return insertPayment(trx, { orderId: order.id, customerId: order.customer_id, amount: order.total_amount, currency: order.currency })
 }
 
-/** Refunds `amount` of a captured payment through the provider and records it; the caller holds the lock. */
-async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, amount: number, reason: string, actorId: number): Promise<PaymentRow> {
+/** Refunds `amount` of a captured payment through the provider and records it with its cause; the caller holds the lock. */
+async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, amount: number, cause: RefundCause, actorId: number): Promise<PaymentRow> {
   const refunded = payment.refunded_amount + amount
   if (amount > 0) {
     const { reference } = await viaProvider(() => provider.refund({
@@ -59,7 +60,7 @@ async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, 
       currency: payment.currency.trim(),
       idempotencyKey: `payment-${payment.id}-refund-${refunded}`,
     }))
-    await insertRefund(trx, { paymentId: payment.id, amount, reference, reason, actorId })
+    await insertRefund(trx, { paymentId: payment.id, amount, reference, cause, actorId })
   }
   return updatePayment(trx, payment.id, {
     refunded_amount: refunded,
@@ -68,23 +69,25 @@ async function refund (trx: Tx, provider: PaymentProvider, payment: PaymentRow, 
 }
 
 /**
- * When its order is cancelled or deleted, a payment ends too, in the same transaction: money
- * captured is refunded in full (→ REFUNDED), a payment never captured is CANCELLED. If the provider
- * cannot refund, the whole change fails: no order is cancelled while its money stays captured.
+ * When its order is cancelled or deleted, its payments end too, in the same transaction, newest
+ * first (CONTRACT §15.1): money captured is refunded in full (reason CANCEL, → REFUNDED), a payment
+ * never captured is CANCELLED. Returns their events, in that order; the caller stores the order's
+ * money with its own change. If the provider cannot refund, the whole change fails: no order is
+ * cancelled while its money stays captured. The caller holds the order's lock.
  */
-export async function settlePayment (
-  trx: Tx, provider: PaymentProvider, paymentId: number, actorId: number
-): Promise<{ status: PaymentStatus, event?: Announcement }> {
-  const payment = (await lockPayment(trx, paymentId))!
-  if (isCaptured(payment.status)) {
-    const left = payment.amount - payment.refunded_amount
-    const refunded = await refund(trx, provider, payment, left, 'order cancelled', actorId)
-    return { status: refunded.status, event: { type: 'payment.refunded', refund: { amount: left } } }
+export async function settlePayments (trx: Tx, provider: PaymentProvider, orderId: number, actorId: number): Promise<Announcement[]> {
+  const events: Announcement[] = []
+  for (const payment of (await lockOrderPayments(trx, orderId)).toReversed()) {
+    if (isCaptured(payment.status)) {
+      const left = payment.amount - payment.refunded_amount
+      await refund(trx, provider, payment, left, { reason: 'CANCEL' }, actorId)
+      events.push({ type: 'payment.refunded', paymentId: payment.id, refund: { amount: left, reason: 'CANCEL' } })
+    } else if (payment.status === 'PENDING' || payment.status === 'FAILED') {
+      await updatePayment(trx, payment.id, { status: 'CANCELLED' })
+      events.push({ type: 'payment.cancelled', paymentId: payment.id })
+    }
   }
-  if (payment.status === 'PENDING' || payment.status === 'FAILED') {
-    return { status: (await updatePayment(trx, payment.id, { status: 'CANCELLED' })).status, event: { type: 'payment.cancelled' } }
-  }
-  return { status: payment.status }
+  return events
 }
 
 /** The owner of the payment's order, or an admin; the payment outlives a deleted order. */
@@ -151,7 +154,7 @@ export async function processPayment (
   })))
   if (!charge.approved) {
     const failed = await updatePayment(trx, payment.id, { status: 'FAILED', attempts: attempt, failure_reason: charge.reason })
-    await announcePaymentChange(trx, payment.order_id, { type: 'payment.failed' })
+    await announcePaymentChange(trx, payment.order_id, { type: 'payment.failed', paymentId: payment.id })
     return { payment: failed, declined: true }
   }
   const completed = await updatePayment(trx, payment.id, {
@@ -162,14 +165,15 @@ export async function processPayment (
     provider_reference: charge.reference,
     failure_reason: null,
   })
-  await announcePaymentChange(trx, payment.order_id, { type: 'payment.succeeded' }, true)
+  await announcePaymentChange(trx, payment.order_id, { type: 'payment.succeeded', paymentId: payment.id }, true)
   return { payment: completed, declined: false }
 }
 
 /**
- * Refunds part or all of what is left of a captured payment (admin), in the caller's transaction.
- * Concurrent refunds take the payment's lock one after the other, so together they never exceed
- * the amount.
+ * Refunds part or all of what is left of a captured payment (admin), in the caller's transaction:
+ * a GOODWILL refund, credited to the order (it lowers what is owed, CONTRACT §15.1). Concurrent
+ * refunds take the order's and the payment's lock one after the other, so together they never
+ * exceed the amount.
  */
 export async function refundPayment (trx: Tx, { provider, principal, id }: PaymentCommand, body: RefundPaymentBody): Promise<PaymentRow> {
   const payment = await lockExisting(trx, id)
@@ -181,7 +185,7 @@ export async function refundPayment (trx: Tx, { provider, principal, id }: Payme
     throw invalidParam('amount', `must not exceed the ${left} left to refund`)
   }
   const amount = body.amount ?? left
-  const refunded = await refund(trx, provider, payment, amount, 'refund', principal.memberId)
-  await announcePaymentChange(trx, payment.order_id, { type: 'payment.refunded', refund: { amount } })
+  const refunded = await refund(trx, provider, payment, amount, { reason: 'GOODWILL' }, principal.memberId)
+  await announcePaymentChange(trx, payment.order_id, { type: 'payment.refunded', paymentId: payment.id, refund: { amount, reason: 'GOODWILL' } })
   return refunded
 }

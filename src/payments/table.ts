@@ -1,5 +1,5 @@
 import type { Generated, Selectable } from 'kysely'
-import type { PaymentStatus } from './schemas.js'
+import type { PaymentStatus, RefundReason } from './schemas.js'
 
 export interface PaymentsTable {
   id: Generated<number>
@@ -27,7 +27,10 @@ export interface PaymentRefundsTable {
   payment_id: number
   amount: number
   provider_reference: string
-  reason: string
+  reason: RefundReason
+  /** The edit or the return the refund settles (CONTRACT §15.2, §15.4), if any. */
+  edit_id: number | null
+  return_id: number | null
   actor_id: number
   created_at: Generated<Date>
 }

@@ -290,7 +290,7 @@ describeEachBackend('admin: orders', (ctx) => {
     assertError(await patch(unpaid.admin, unpaid.url, { status: 'DELIVERED' }), {
       code: 'INVALID_ORDER_STATUS',
       instance: unpaid.url,
-      detail: 'Cannot deliver an order that is CONFIRMED: its payment is PENDING; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.',
+      detail: 'Cannot deliver an order that is CONFIRMED: its balanceDue is 2500 (paymentStatus UNPAID); delivery needs it paid in full.',
     })
     assert.equal(successData<OrderDetail>(await get(unpaid.admin, unpaid.url)).status, 'CONFIRMED')
 

@@ -77,7 +77,16 @@ describeEachBackend('events written with each change', (ctx) => {
       [1, 'order.placed'], [2, 'payment.created'], [3, 'order.confirmed'], [4, 'payment.failed'], [5, 'payment.succeeded'],
       [6, 'payment.refunded'], [7, 'payment.refunded'], [8, 'order.cancelled'], [9, 'order.deleted'],
     ])
-    assert.deepEqual(events.map(event => event.data.refund), [undefined, undefined, undefined, undefined, undefined, { amount: 300 }, { amount: 700 }, undefined, undefined])
+    assert.deepEqual(events.map(event => event.data.refund), [
+      undefined, undefined, undefined, undefined, undefined, { amount: 300, reason: 'GOODWILL' }, { amount: 700, reason: 'CANCEL' }, undefined, undefined,
+    ])
+    // The order's money as each event's transaction committed it (CONTRACT §15.1).
+    assert.deepEqual(events.map(({ data: { order } }) => [order.paymentStatus, order.paidAmount, order.refundedAmount, order.balanceDue]), [
+      ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['UNPAID', 0, 0, 1000], ['PAID', 1000, 0, 0],
+      ['PARTIALLY_REFUNDED', 1000, 300, 0], ['REFUNDED', 1000, 1000, 0], ['REFUNDED', 1000, 1000, 0], ['REFUNDED', 1000, 1000, 0],
+    ])
+    assert.deepEqual(events.map(event => (event.data.order.payments as Array<{ status: string }>).map(payment => payment.status)),
+      [[], ['PENDING'], ['PENDING'], ['FAILED'], ['COMPLETED'], ['PARTIALLY_REFUNDED'], ['REFUNDED'], ['REFUNDED'], ['REFUNDED']])
     assert.deepEqual(events.map(event => event.data.payment?.status ?? null),
       [null, 'PENDING', 'PENDING', 'FAILED', 'COMPLETED', 'PARTIALLY_REFUNDED', 'REFUNDED', 'REFUNDED', 'REFUNDED'])
     assert.deepEqual(events.map(event => event.data.order.status),

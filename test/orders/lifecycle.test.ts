@@ -58,7 +58,7 @@ describeEachBackend('order lifecycle', (ctx) => {
     assertError(res, {
       code: 'INVALID_ORDER_STATUS',
       instance: o.url,
-      detail: 'Cannot deliver an order that is CONFIRMED: it has no payment.',
+      detail: 'Cannot deliver an order that is CONFIRMED: its balanceDue is 2500 (paymentStatus UNPAID); delivery needs it paid in full.',
     })
     assert.equal(await statusOf(o.id), 'CONFIRMED')
   })

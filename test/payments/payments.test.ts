@@ -218,7 +218,7 @@ describeEachBackend('payments', (ctx) => {
       assertError(await patch(ctx.api, url, o.admin, { status: 'DELIVERED' }), {
         code: 'INVALID_ORDER_STATUS',
         instance: url,
-        detail: `Cannot deliver an order that is CONFIRMED: its payment is ${status}; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.`,
+        detail: 'Cannot deliver an order that is CONFIRMED: its balanceDue is 1000 (paymentStatus UNPAID); delivery needs it paid in full.',
       })
       assert.equal((await get(ctx.api, url, o.admin)).json().data.status, 'CONFIRMED')
     })
@@ -227,6 +227,7 @@ describeEachBackend('payments', (ctx) => {
   for (const status of ['COMPLETED', 'PARTIALLY_REFUNDED'] as const) {
     it(`delivers an order whose payment is ${status}: 200 with the order detail, DELIVERED`, async () => {
       const o = await paymentIn(ctx.api, status)
+      const refundedAmount = status === 'COMPLETED' ? 0 : 300
       const res = await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' })
       assert.equal(res.statusCode, 200, res.body)
       assert.equal(res.headers.etag, '"3"')
@@ -245,6 +246,11 @@ describeEachBackend('payments', (ctx) => {
         shippingAddress: null,
         memo: null,
         paymentId: o.paymentId,
+        payments: [{ paymentId: o.paymentId, amount: 1000, refundedAmount, status }],
+        paidAmount: 1000,
+        refundedAmount,
+        balanceDue: 0,
+        paymentStatus: status === 'COMPLETED' ? 'PAID' : 'PARTIALLY_REFUNDED',
         version: 3,
         allowedActions: ['delete'],
       })

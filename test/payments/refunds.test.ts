@@ -56,7 +56,7 @@ describeEachBackend('payment refunds', (ctx) => {
       const res = await refund(ctx.api, o, payload)
       const done = assertPayment(res, refunded(o, 1000))
       assert.deepEqual(await paymentOf(ctx.api, o), done)
-      assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 1000, reason: 'refund' }])
+      assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 1000, reason: 'GOODWILL' }])
     })
   }
 
@@ -136,7 +136,7 @@ describeEachBackend('payment refunds', (ctx) => {
       code: 'IDEMPOTENCY_KEY_REUSED', instance: `${o.paymentUrl}/refund`, detail: 'This idempotency key was already used with a different request body.',
     })
     assertPayment(await get(ctx.api, o.paymentUrl, o.owner), refunded(o, 300))
-    assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 300, reason: 'refund' }])
+    assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 300, reason: 'GOODWILL' }])
   })
 
   it('a refused refund is not kept under its key: the same key may then be used for a valid one', async () => {
@@ -183,7 +183,7 @@ describeEachBackend('payment refunds', (ctx) => {
     for (const res of refused) {
       assertError(res, { code: 'INVALID_PAYMENT_STATUS', instance: `${o.paymentUrl}/refund`, detail: notRefundable('REFUNDED') })
     }
-    assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 1000, reason: 'refund' }])
+    assert.deepEqual(await refundsOf(ctx.api, o.paymentId), [{ amount: 1000, reason: 'GOODWILL' }])
   })
 
   for (const ending of orderEndings) {
@@ -197,7 +197,7 @@ describeEachBackend('payment refunds', (ctx) => {
         assert.equal(await ctx.api.stockOf(o.productId), 10)
         assertPayment(await get(ctx.api, o.paymentUrl, o.owner), refunded(o, 1000))
         const rows = await refundsOf(ctx.api, o.paymentId)
-        assert.deepEqual(rows, [...before, { amount: 1000 - sum(before), reason: 'order cancelled' }])
+        assert.deepEqual(rows, [...before, { amount: 1000 - sum(before), reason: 'CANCEL' }])
         assert.equal(sum(rows), 1000)
       })
     }
@@ -304,7 +304,7 @@ describeEachBackend('delivery racing a full refund', (ctx) => {
     const url = `/api/v1/admin/orders/${o.orderId}`
     let answered = false
     const delivering = patch(ctx.api, url, o.admin, { status: 'DELIVERED' }).finally(() => { answered = true })
-    // On PostgreSQL the delivery must reach the payment's lock and wait there (before the fix it read
+    // On PostgreSQL the delivery must reach the order's lock (the refund holds it) and wait there (before the fix it read
     // the payment unlocked, saw COMPLETED and committed DELIVERED). PGlite runs one transaction at a time.
     if (ctx.backend === 'postgres') {
       await waitFor(async () => {
@@ -321,7 +321,7 @@ describeEachBackend('delivery racing a full refund', (ctx) => {
     assertError(await delivering, {
       code: 'INVALID_ORDER_STATUS',
       instance: url,
-      detail: 'Cannot deliver an order that is CONFIRMED: its payment is REFUNDED; delivery needs a COMPLETED or PARTIALLY_REFUNDED payment.',
+      detail: 'Cannot deliver an order that is CONFIRMED: its paymentStatus is REFUNDED; delivery needs PAID or PARTIALLY_REFUNDED.',
     })
     assert.equal((await adminOrderOf(ctx.api, o)).status, 'CONFIRMED')
   })

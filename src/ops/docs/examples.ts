@@ -45,6 +45,11 @@ const order: OrderDetail = {
   shippingAddress: '1 Main St, Springfield',
   memo: 'Leave at the door',
   paymentId: null,
+  payments: [],
+  paidAmount: 0,
+  refundedAmount: 0,
+  balanceDue: 5250,
+  paymentStatus: 'UNPAID',
   version: 1,
   allowedActions: ['confirm', 'cancel', 'delete'],
   createdAt: PLACED_AT,
@@ -95,7 +100,19 @@ const apiKey: ApiKey = { keyId: 3, name: 'warehouse sync', prefix: 'k7Rt2pQx', c
 
 const category: Category = { categoryId: 3, name: 'Coffee', parentId: null }
 
-const summary: OrderSummary = { orderId: 42, customerId: 7, status: 'PLACED', itemCount: 2, totalAmount: 5250, currency: 'USD', createdAt: PLACED_AT }
+const summary: OrderSummary = {
+  orderId: 42,
+  customerId: 7,
+  status: 'PLACED',
+  itemCount: 2,
+  totalAmount: 5250,
+  currency: 'USD',
+  paidAmount: 0,
+  refundedAmount: 0,
+  balanceDue: 5250,
+  paymentStatus: 'UNPAID',
+  createdAt: PLACED_AT,
+}
 
 const history: HistoryEntry = { from: null, to: 'PLACED', action: 'create', actorId: 7, actorRole: 'USER', at: PLACED_AT }
 
@@ -147,10 +164,18 @@ export function eventExample (type: EventType): Event {
   const state = EVENT_STATES[type]
   const timestamp = `2026-11-22T09:3${state.sequence}:00.000Z`
   const { allowedActions: _allowedActions, ...fields } = order
+  const paid = state.payment === 'COMPLETED' || state.payment === 'REFUNDED' ? payment.amount : 0
+  const refunded = state.payment === 'REFUNDED' ? payment.amount : 0
+  const ended = state.status === 'CANCELLED' || state.status === 'DELETED' || type === 'payment.cancelled'
   const eventOrder: EventOrder = {
     ...fields,
     status: state.status,
     paymentId: state.payment === null ? null : payment.paymentId,
+    payments: state.payment === null ? [] : [{ paymentId: payment.paymentId, amount: payment.amount, refundedAmount: refunded, status: state.payment }],
+    paidAmount: paid,
+    refundedAmount: refunded,
+    balanceDue: ended ? 0 : order.totalAmount - (paid - refunded),
+    paymentStatus: paid === 0 ? 'UNPAID' : refunded >= paid ? 'REFUNDED' : 'PAID',
     version: state.sequence,
     updatedAt: timestamp,
     ...(type === 'order.updated' ? { memo: 'Ring twice' } : {}),
@@ -172,7 +197,7 @@ export function eventExample (type: EventType): Event {
     timestamp,
     orderId: order.orderId,
     sequence: state.sequence,
-    data: { order: eventOrder, payment: eventPayment, ...(state.refund === undefined ? {} : { refund: { amount: state.refund } }) },
+    data: { order: eventOrder, payment: eventPayment, ...(state.refund === undefined ? {} : { refund: { amount: state.refund, reason: 'CANCEL' } }) },
   }
 }
 
@@ -190,6 +215,7 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   ApiKey: apiKey,
   CreatedApiKey: createdKey,
   Payment: payment,
+  OrderPayment: { paymentId: 9, amount: 5250, refundedAmount: 0, status: 'COMPLETED' },
   Event: eventExample('order.placed'),
   WebhookEndpoint: endpoint,
   WebhookEndpointWithSecret: endpointWithSecret,
