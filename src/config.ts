@@ -110,9 +110,11 @@ export function loadConfig (env: Env = process.env): Config {
       const match = /^(\d+)(ms|s|m|h|d)$/.exec(text)
       return match ? Number(match[1]) * DURATION_UNITS[match[2]!]! : 0
     }
+    // Examples the setting itself would take: a limit of 60s is not told "such as 15m".
+    const examplesUpTo = (limit: number) => ['10s', '90s', '15m', '24h', '7d'].filter(example => of(example) <= limit).join(', ')
     const value = of(raw)
     if (value <= 0 || value > of(max)) {
-      throw new ConfigError(name, `${zero ? '0 or ' : ''}a positive duration up to ${max}, such as 90s, 15m, 24h or 7d`, raw)
+      throw new ConfigError(name, `${zero ? '0 or ' : ''}a positive duration up to ${max}, such as ${examplesUpTo(of(max))}`, raw)
     }
     return value
   }

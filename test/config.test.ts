@@ -84,7 +84,7 @@ describe('configuration', () => {
     assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true)
     for (const [env, message] of [
       [{ WEBHOOK_TIMEOUT: '500ms' }, /^Invalid WEBHOOK_TIMEOUT="500ms": expected a duration from 1s to 60s$/],
-      [{ WEBHOOK_TIMEOUT: '61s' }, /^Invalid WEBHOOK_TIMEOUT="61s": expected a positive duration up to 60s/],
+      [{ WEBHOOK_TIMEOUT: '61s' }, /^Invalid WEBHOOK_TIMEOUT="61s": expected a positive duration up to 60s, such as 10s$/],
       [{ WEBHOOK_TIMEOUT: '10' }, /^Invalid WEBHOOK_TIMEOUT="10"/],
       [{ WEBHOOK_RETRY_SCHEDULE: '' }, undefined],
       [{ WEBHOOK_RETRY_SCHEDULE: '5s,,5m' }, /^Invalid WEBHOOK_RETRY_SCHEDULE="5s,,5m": expected 1 to 20 comma-separated positive durations up to 7d/],
@@ -164,10 +164,10 @@ describe('configuration', () => {
     [{ PORT: '70000' }, /^Invalid PORT="70000"/],
     [{ DATABASE_POOL_SIZE: '0' }, /^Invalid DATABASE_POOL_SIZE="0"/],
     [{ DATABASE_PREPARED_STATEMENTS: 'yes' }, /^Invalid DATABASE_PREPARED_STATEMENTS="yes": expected one of true, false$/],
-    [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration up to 365d, such as 90s, 15m, 24h or 7d$/],
+    [{ IDEMPOTENCY_TTL: '10' }, /^Invalid IDEMPOTENCY_TTL="10": expected a positive duration up to 365d, such as 10s, 90s, 15m, 24h, 7d$/],
     [{ IDEMPOTENCY_TTL: '366d' }, /^Invalid IDEMPOTENCY_TTL="366d": expected a positive duration up to 365d/],
     [{ IDEMPOTENCY_TTL: '0' }, /^Invalid IDEMPOTENCY_TTL="0": expected a positive duration/],
-    [{ ORDER_RESERVATION_TTL: '60' }, /^Invalid ORDER_RESERVATION_TTL="60": expected 0 or a positive duration up to 365d, such as 90s, 15m, 24h or 7d$/],
+    [{ ORDER_RESERVATION_TTL: '60' }, /^Invalid ORDER_RESERVATION_TTL="60": expected 0 or a positive duration up to 365d, such as 10s, 90s, 15m, 24h, 7d$/],
     [{ ORDER_RESERVATION_TTL: '-5m' }, /^Invalid ORDER_RESERVATION_TTL="-5m": expected 0 or a positive duration/],
     [{ EVENT_RETENTION: '0' }, /^Invalid EVENT_RETENTION="0": expected a positive duration up to 3650d/],
     [{ GIT_COMMIT: 'release-42' }, /^Invalid GIT_COMMIT="release-42": expected a commit id of 7 to 40 hexadecimal digits$/],
