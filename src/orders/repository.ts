@@ -222,9 +222,9 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
     ),
     unpaid as materialized (
       select g.unpaid_check = (select m.unpaid_check from members m where m.id = ${v.customerId}::bigint) as fresh,
-        (select count(*) from orders o left join payments p on p.id = o.payment_id
+        (select count(*) from orders o
           where o.customer_id = ${v.customerId}::bigint and o.status in ('PLACED', 'PENDING', 'CONFIRMED')
-            and (p.status is null or p.status in ('PENDING', 'FAILED', 'CANCELLED')))::integer as held
+            and o.paid_amount = 0)::integer as held
       from member_gate g
     ),
     locked as materialized (
