@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { after, before, describe, it, type TestContext } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { ERRORS } from '../../src/errors.js'
@@ -8,6 +8,18 @@ import { securityHeaders } from '../../src/http/security-headers.js'
 import { assertError, STUCK_AFTER_MS, testConfig } from '../helper.js'
 
 const CHROMIUM = '/usr/bin/chromium'
+
+/** Debian's Chromium, headless, closed after the test; undefined (the test skipped, saying why) when it is not installed. */
+async function launchChromium (t: TestContext) {
+  if (!existsSync(CHROMIUM)) {
+    t.skip('chromium not installed: apt-get install chromium')
+    return undefined
+  }
+  const { chromium } = await import('playwright-core')
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+  t.after(() => browser.close())
+  return browser
+}
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
 describe('reference docs', () => {
@@ -151,13 +163,8 @@ describe('reference docs in Chromium', () => {
   after(() => app.close())
 
   it('renders /docs/index.html and Swagger UI offline, under the service CSP', async (t) => {
-    if (!existsSync(CHROMIUM)) {
-      t.skip('chromium not installed: apt-get install chromium')
-      return
-    }
-    const { chromium } = await import('playwright-core')
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
-    t.after(() => browser.close())
+    const browser = await launchChromium(t)
+    if (!browser) return
     const page = await browser.newPage()
     page.setDefaultTimeout(STUCK_AFTER_MS) // the browser waits for the page, however busy the machine
     const requests: string[] = []
@@ -187,13 +194,8 @@ describe('reference docs in Chromium', () => {
   })
 
   it('wraps a long path in the sidebar only after a slash, and the page never scrolls sideways', async (t) => {
-    if (!existsSync(CHROMIUM)) {
-      t.skip('chromium not installed: apt-get install chromium')
-      return
-    }
-    const { chromium } = await import('playwright-core')
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
-    t.after(() => browser.close())
+    const browser = await launchChromium(t)
+    if (!browser) return
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
     await page.goto(`${base}/docs/index.html`)
     // Each character's line (its box's top); a new line must start right after a '/' or the space after the method.
