@@ -288,8 +288,10 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     data: { ...payment, refundedAmount: 1000, status: 'PARTIALLY_REFUNDED', updatedAt: '2026-11-23T14:00:00.000Z' },
     error: null,
   },
-  'get /api/v1/admin/orders/export 200': 'orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt\r\n' +
-    '42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z\r\n',
+  'get /api/v1/admin/orders/export 200': 'orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt,' +
+    'orderPaymentStatus,fulfillmentStatus,paidAmount,refundedAmount,balanceDue\r\n' +
+    '42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z,' +
+    'PAID,UNFULFILLED,5250,0,0\r\n',
   'get /actuator/prometheus 200': '# HELP orders_placed_total Orders placed (idempotent replays not counted)\n# TYPE orders_placed_total counter\norders_placed_total 1532\n',
   'get /v3/api-docs 200': { openapi: '3.1.0', info: { title: 'Order service API', version: '0.1.0' }, paths: {} },
   'get /docs/index.html 200': '<!doctype html><html lang="en"><head><title>Order service API</title></head><body>…</body></html>',
