@@ -1,0 +1,32 @@
+import { sql } from 'kysely'
+import type { Tx } from '../db/schema.js'
+
+/** What is left to ship of each of an order's lines: ordered minus what fulfilments that are not CANCELLED hold. */
+export async function leftToShip (trx: Tx, orderId: number): Promise<Array<{ product_id: number, quantity: number }>> {
+  const { rows } = await sql<{ product_id: number, quantity: number }>`
+    select i.product_id, i.quantity - coalesce((
+      select sum(fi.quantity) from fulfillment_items fi join fulfillments f on f.id = fi.fulfillment_id
+      where f.order_id = i.order_id and f.status <> 'CANCELLED' and fi.product_id = i.product_id), 0)::integer as quantity
+    from order_items i where i.order_id = ${orderId}
+    order by i.position`.execute(trx)
+  return rows
+}
+
+/**
+ * §3's one-step deliver of a locked order (CONTRACT §15.3): what is not yet shipped leaves as one
+ * fulfilment without tracking, every shipment is delivered now, and the order is FULFILLED; in the
+ * caller's transaction, before the order's own update.
+ */
+export async function shipAndDeliverAll (trx: Tx, orderId: number): Promise<void> {
+  const rest = (await leftToShip(trx, orderId)).filter(line => line.quantity > 0)
+  if (rest.length > 0) {
+    const { id } = await trx.insertInto('fulfillments')
+      .values({ order_id: orderId, status: 'DELIVERED', carrier: null, tracking_number: null, tracking_url: null, delivered_at: sql<Date>`now()` })
+      .returning('id').executeTakeFirstOrThrow()
+    await trx.insertInto('fulfillment_items')
+      .values(rest.map(line => ({ fulfillment_id: id, product_id: line.product_id, quantity: line.quantity }))).execute()
+  }
+  await trx.updateTable('fulfillments').set({ status: 'DELIVERED', delivered_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where('order_id', '=', orderId).where('status', '=', 'SHIPPED').execute()
+  await trx.updateTable('orders').set({ fulfillment_status: 'FULFILLED' }).where('id', '=', orderId).execute()
+}

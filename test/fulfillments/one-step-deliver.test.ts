@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { describeEachBackend, successData } from '../helper.js'
+import { confirmedOrder, get, patch } from '../payments/fixtures.js'
+import type { OrderDetail } from '../../src/orders/schemas.js'
+
+// §3's one-step deliver (CONTRACT §15.3): everything leaves as one fulfilment without tracking,
+// delivered at once, and the order is FULFILLED, in the transaction that delivers the order.
+
+describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
+  const stored = async (orderId: number) => {
+    const db = ctx.api.app.db
+    const order = await db.selectFrom('orders').select(['status', 'fulfillment_status']).where('id', '=', orderId).executeTakeFirstOrThrow()
+    const fulfillments = await db.selectFrom('fulfillments')
+      .select(['id', 'order_id', 'status', 'carrier', 'tracking_number', 'tracking_url', 'shipped_at', 'delivered_at'])
+      .where('order_id', '=', orderId).orderBy('id').execute()
+    const items = await db.selectFrom('fulfillment_items').innerJoin('fulfillments', 'fulfillments.id', 'fulfillment_items.fulfillment_id')
+      .select(['fulfillment_items.fulfillment_id', 'fulfillment_items.product_id', 'fulfillment_items.quantity'])
+      .where('fulfillments.order_id', '=', orderId).orderBy('fulfillment_items.fulfillment_id').orderBy('fulfillment_items.product_id').execute()
+    return { order, fulfillments, items }
+  }
+
+  for (const [how, url, method, payload] of [
+    ['PATCH /admin/orders/{id} {status: DELIVERED}', (id: number) => `/api/v1/admin/orders/${id}`, 'PATCH', { status: 'DELIVERED' }],
+    ['PUT /orders/{id} with status DELIVERED', (id: number) => `/api/v1/orders/${id}`, 'PUT', { status: 'DELIVERED', memo: null, shippingAddress: null }],
+  ] as const) {
+    it(`ships every line as one delivered fulfilment without tracking and makes the order FULFILLED: ${how}`, async () => {
+      const o = await confirmedOrder(ctx.api)
+      successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' }))
+      assert.deepEqual(await stored(o.orderId), { order: { status: 'CONFIRMED', fulfillment_status: 'UNFULFILLED' }, fulfillments: [], items: [] })
+
+      const before = Date.now()
+      const res = await ctx.api.inject({ method, url: url(o.orderId), headers: o.admin.headers, payload })
+      assert.equal(successData<OrderDetail>(res).status, 'DELIVERED')
+
+      const { order, fulfillments, items } = await stored(o.orderId)
+      assert.deepEqual(order, { status: 'DELIVERED', fulfillment_status: 'FULFILLED' })
+      assert.equal(fulfillments.length, 1)
+      const [{ id, shipped_at: shippedAt, delivered_at: deliveredAt, ...fulfillment }] = fulfillments as [typeof fulfillments[0]]
+      assert.deepEqual({ ...fulfillment, order_id: Number(fulfillment.order_id) },
+        { order_id: o.orderId, status: 'DELIVERED', carrier: null, tracking_number: null, tracking_url: null })
+      assert.ok(shippedAt.getTime() >= before - 1000 && shippedAt.getTime() <= Date.now(), String(shippedAt))
+      assert.deepEqual(deliveredAt, shippedAt)
+      assert.deepEqual(items.map(row => [Number(row.fulfillment_id), Number(row.product_id), row.quantity]), [[Number(id), o.productId, 2]])
+    })
+  }
+
+  it('writes no fulfilment when the deliver is refused, nor when it is repeated', async () => {
+    const o = await confirmedOrder(ctx.api)
+    // Not paid: refused, and nothing shipped.
+    assert.equal((await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' })).statusCode, 400)
+    assert.deepEqual(await stored(o.orderId), { order: { status: 'CONFIRMED', fulfillment_status: 'UNFULFILLED' }, fulfillments: [], items: [] })
+
+    successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' }))
+    successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
+    const delivered = await stored(o.orderId)
+    const version = successData<OrderDetail>(await get(ctx.api, o.orderUrl, o.owner)).version
+    // Delivering again changes nothing (PATCH verbs are idempotent).
+    successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
+    assert.deepEqual(await stored(o.orderId), delivered)
+    assert.equal(successData<OrderDetail>(await get(ctx.api, o.orderUrl, o.owner)).version, version)
+  })
+})
