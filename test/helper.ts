@@ -369,6 +369,7 @@ export function summaryOf (order: OrderDetail, status = order.status): OrderSumm
     refundedAmount: order.refundedAmount,
     balanceDue: status === 'CANCELLED' || status === 'DELETED' ? 0 : order.balanceDue,
     paymentStatus: order.paymentStatus,
+    fulfillmentStatus: order.fulfillmentStatus,
     createdAt: order.createdAt,
   }
 }

@@ -97,8 +97,6 @@ describeEachBackend('admin: orders export', (ctx) => {
     const order = successData<OrderDetail>(await get(admin, `/api/v1/admin/orders/${orderId}`))
     const customer = successData<{ email: string }>(await get(admin, `/api/v1/admin/members/${order.customerId}`))
     const payment = order.paymentId === null ? null : successData<{ status: string }>(await get(admin, `/api/v1/payments/${order.paymentId}`))
-    const { fulfillment_status: fulfillmentStatus } = await ctx.api.app.db.selectFrom('orders')
-      .select('fulfillment_status').where('id', '=', orderId).executeTakeFirstOrThrow()
     return {
       orderId: String(order.orderId),
       customerId: String(order.customerId),
@@ -114,7 +112,7 @@ describeEachBackend('admin: orders export', (ctx) => {
       createdAt: order.createdAt,
       updatedAt: order.updatedAt,
       orderPaymentStatus: order.paymentStatus,
-      fulfillmentStatus,
+      fulfillmentStatus: order.fulfillmentStatus,
       paidAmount: String(order.paidAmount),
       refundedAmount: String(order.refundedAmount),
       balanceDue: String(order.balanceDue),

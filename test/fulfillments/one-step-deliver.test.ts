@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
-import { describeEachBackend, successData } from '../helper.js'
+import { assertError, describeEachBackend, successData } from '../helper.js'
 import { confirmedOrder, get, patch } from '../payments/fixtures.js'
-import type { OrderDetail } from '../../src/orders/schemas.js'
+import type { OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
 
 // §3's one-step deliver (CONTRACT §15.3): everything leaves as one fulfilment without tracking,
 // delivered at once, and the order is FULFILLED, in the transaction that delivers the order.
@@ -59,5 +59,52 @@ describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
     successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
     assert.deepEqual(await stored(o.orderId), delivered)
     assert.equal(successData<OrderDetail>(await get(ctx.api, o.orderUrl, o.owner)).version, version)
+  })
+
+  it('shows fulfillmentStatus in detail and summary, and admin lists and the export filter by it (comma list); a bad value is 400 naming the field', async () => {
+    const o = await confirmedOrder(ctx.api)
+    successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' }))
+    successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
+    const delivered = o.orderId
+    const placed = (await ctx.api.order(o.owner, [{ productId: o.productId, quantity: 1 }])).orderId
+    assert.equal(successData<OrderDetail>(await get(ctx.api, o.orderUrl, o.owner)).fulfillmentStatus, 'FULFILLED')
+    assert.equal(successData<OrderDetail>(await get(ctx.api, `/api/v1/orders/${placed}`, o.owner)).fulfillmentStatus, 'UNFULFILLED')
+    assert.deepEqual(successData<{ content: OrderSummary[] }>(await get(ctx.api, '/api/v1/orders', o.owner)).content
+      .map(order => [order.orderId, order.fulfillmentStatus]), [[placed, 'UNFULFILLED'], [delivered, 'FULFILLED']])
+
+    const ids = async (url: string) => successData<{ content: OrderSummary[] }>(await get(ctx.api, url, o.admin)).content.map(order => order.orderId)
+    for (const path of ['/api/v1/admin/orders', '/api/v1/admin/orders/search']) {
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=FULFILLED`), [delivered])
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=UNFULFILLED`), [placed])
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=PARTIALLY_FULFILLED`), [])
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=${encodeURIComponent('PARTIALLY_FULFILLED, FULFILLED')}`), [delivered])
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=UNFULFILLED,FULFILLED&sort=createdAt,asc`), [delivered, placed])
+      assert.deepEqual(await ids(`${path}?fulfillmentStatus=FULFILLED&paymentStatus=UNPAID`), [])
+
+      const before = await ids(path)
+      assertError(await get(ctx.api, `${path}?fulfillmentStatus=FULFILLED,SHIPPED`, o.admin), {
+        code: 'VALIDATION_FAILED',
+        instance: path,
+        detail: 'The request has invalid parameters.',
+        invalidParams: [{ field: 'fulfillmentStatus', message: 'must be one or more of UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED, comma-separated' }],
+      })
+      assertError(await get(ctx.api, `${path}?fulfillmentStatus=`, o.admin), {
+        code: 'VALIDATION_FAILED',
+        instance: path,
+        detail: 'The query has invalid parameters.',
+        invalidParams: [{ field: 'fulfillmentStatus', message: 'must not be empty' }],
+      })
+      assert.deepEqual(await ids(path), before)
+    }
+    const csv = await get(ctx.api, '/api/v1/admin/orders/export?fulfillmentStatus=FULFILLED', o.admin)
+    assert.equal(csv.statusCode, 200, csv.body)
+    assert.deepEqual(csv.body.trimEnd().split('\r\n').slice(1).map(line => Number(line.split(',')[0])), [delivered])
+    // Members' lists take no such filter.
+    assertError(await get(ctx.api, '/api/v1/orders?fulfillmentStatus=FULFILLED', o.owner), {
+      code: 'VALIDATION_FAILED',
+      instance: '/api/v1/orders',
+      detail: 'The query has invalid parameters.',
+      invalidParams: [{ field: 'fulfillmentStatus', message: 'is not a recognised query parameter' }],
+    })
   })
 })

@@ -45,6 +45,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       refundedAmount: 0,
       balanceDue: 5197,
       paymentStatus: 'UNPAID',
+      fulfillmentStatus: 'UNFULFILLED',
       version: 1,
       allowedActions: ['confirm', 'cancel', 'delete'],
       createdAt: '',

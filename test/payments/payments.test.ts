@@ -251,6 +251,7 @@ describeEachBackend('payments', (ctx) => {
         refundedAmount,
         balanceDue: 0,
         paymentStatus: status === 'COMPLETED' ? 'PAID' : 'PARTIALLY_REFUNDED',
+        fulfillmentStatus: 'FULFILLED',
         version: 3,
         allowedActions: ['delete'],
       })

@@ -50,6 +50,7 @@ const order: OrderDetail = {
   refundedAmount: 0,
   balanceDue: 5250,
   paymentStatus: 'UNPAID',
+  fulfillmentStatus: 'UNFULFILLED',
   version: 1,
   allowedActions: ['confirm', 'cancel', 'delete'],
   createdAt: PLACED_AT,
@@ -111,6 +112,7 @@ const summary: OrderSummary = {
   refundedAmount: 0,
   balanceDue: 5250,
   paymentStatus: 'UNPAID',
+  fulfillmentStatus: 'UNFULFILLED',
   createdAt: PLACED_AT,
 }
 
@@ -176,6 +178,7 @@ export function eventExample (type: EventType): Event {
     refundedAmount: refunded,
     balanceDue: ended ? 0 : order.totalAmount - (paid - refunded),
     paymentStatus: paid === 0 ? 'UNPAID' : refunded >= paid ? 'REFUNDED' : 'PAID',
+    fulfillmentStatus: state.status === 'DELIVERED' ? 'FULFILLED' : 'UNFULFILLED',
     version: state.sequence,
     updatedAt: timestamp,
     ...(type === 'order.updated' ? { memo: 'Ring twice' } : {}),
