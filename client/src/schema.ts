@@ -1797,6 +1797,11 @@ export interface components {
          * @enum {unknown}
          */
         OrderPaymentStatus: "UNPAID" | "PARTIALLY_PAID" | "PAID" | "PARTIALLY_REFUNDED" | "REFUNDED";
+        /**
+         * @description UNFULFILLED: nothing shipped; PARTIALLY_FULFILLED: some of it shipped; FULFILLED: every line fully shipped (shipments that were cancelled do not count).
+         * @enum {unknown}
+         */
+        OrderFulfillmentStatus: "UNFULFILLED" | "PARTIALLY_FULFILLED" | "FULFILLED";
         /** @enum {unknown} */
         OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
         /** @enum {unknown} */
@@ -1830,6 +1835,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /** @description The verbs the caller may apply now */
@@ -1862,6 +1868,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /**
              * Format: date-time
              * @example 2026-11-22T09:30:00.000Z
@@ -1949,6 +1956,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /**
@@ -4938,6 +4946,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5044,6 +5053,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5102,6 +5112,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5177,6 +5188,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5256,6 +5268,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5364,6 +5377,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5464,6 +5478,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5762,6 +5777,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5796,6 +5813,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5830,6 +5848,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5871,6 +5891,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5901,6 +5922,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5928,8 +5951,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt
-                     *     42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z
+                     * @example orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt,orderPaymentStatus,fulfillmentStatus,paidAmount,refundedAmount,balanceDue
+                     *     42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z,PAID,UNFULFILLED,5250,0,0
                      */
                     "text/csv": string;
                 };
@@ -6001,6 +6024,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6106,6 +6130,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6462,6 +6487,7 @@ export interface operations {
                      *                 "refundedAmount": 0,
                      *                 "balanceDue": 5250,
                      *                 "paymentStatus": "UNPAID",
+                     *                 "fulfillmentStatus": "UNFULFILLED",
                      *                 "version": 1,
                      *                 "createdAt": "2026-11-22T09:30:00.000Z",
                      *                 "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -6551,6 +6577,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "version": 1,
                      *             "createdAt": "2026-11-22T09:30:00.000Z",
                      *             "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7631,6 +7658,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 1,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7761,6 +7789,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 4,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:34:00.000Z"
@@ -7902,6 +7931,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -8036,6 +8066,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8166,6 +8197,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -8307,6 +8339,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -8441,6 +8474,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8571,6 +8605,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 3,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:33:00.000Z"
@@ -8712,6 +8747,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 6,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:36:00.000Z"
@@ -8853,6 +8889,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"
@@ -8994,6 +9031,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -9139,6 +9177,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"
