@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { it } from 'node:test'
+import { sql } from 'kysely'
+import type { Event } from '../../src/events/schemas.js'
 import { assertError, describeEachBackend, successData } from '../helper.js'
 import { confirmedOrder, get, patch } from '../payments/fixtures.js'
 import type { OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
@@ -106,5 +108,25 @@ describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
       detail: 'The query has invalid parameters.',
       invalidParams: [{ field: 'fulfillmentStatus', message: 'is not a recognised query parameter' }],
     })
+  })
+
+  it('shows fulfillmentStatus in events, and reads events written before the column existed as the migration does', async () => {
+    const o = await confirmedOrder(ctx.api)
+    successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' }))
+    successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
+    const events = async () => successData<{ content: Event[] }>(await get(ctx.api, `/api/v1/admin/events?orderId=${o.orderId}`, o.admin)).content
+      .map(event => [event.type, event.data.order.status, event.data.order.fulfillmentStatus])
+    const expected = [
+      ['order.placed', 'PLACED', 'UNFULFILLED'],
+      ['payment.created', 'CONFIRMED', 'UNFULFILLED'],
+      ['order.confirmed', 'CONFIRMED', 'UNFULFILLED'],
+      ['payment.succeeded', 'CONFIRMED', 'UNFULFILLED'],
+      ['order.delivered', 'DELIVERED', 'FULFILLED'],
+    ]
+    assert.deepEqual(await events(), expected)
+    // Snapshots written before fulfilments existed have no fulfillment_status.
+    await sql`update events set snapshot = jsonb_set(snapshot, '{order}', (snapshot->'order') - 'fulfillment_status')
+      where order_id = ${o.orderId}`.execute(ctx.api.app.db)
+    assert.deepEqual(await events(), expected)
   })
 })
