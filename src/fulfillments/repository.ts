@@ -1,5 +1,7 @@
 import { sql } from 'kysely'
-import type { Tx } from '../db/schema.js'
+import type { Db, Tx } from '../db/schema.js'
+import type { Fulfillment } from './schemas.js'
+import type { FulfillmentRow } from './table.js'
 
 /** What is left to ship of each of an order's lines: ordered minus what fulfilments that are not CANCELLED hold. */
 export async function leftToShip (trx: Tx, orderId: number): Promise<Array<{ product_id: number, quantity: number }>> {
@@ -29,4 +31,27 @@ export async function shipAndDeliverAll (trx: Tx, orderId: number): Promise<void
   await trx.updateTable('fulfillments').set({ status: 'DELIVERED', delivered_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where('order_id', '=', orderId).where('status', '=', 'SHIPPED').execute()
   await trx.updateTable('orders').set({ fulfillment_status: 'FULFILLED' }).where('id', '=', orderId).execute()
+}
+
+/** An order's fulfilments as the API shows them, oldest first, items in the order's line order. */
+export async function listFulfillments (db: Db, orderId: number): Promise<Fulfillment[]> {
+  const { rows } = await sql<FulfillmentRow & { items: Fulfillment['items'] }>`
+    select f.*, coalesce((
+      select json_agg(json_build_object('productId', fi.product_id, 'quantity', fi.quantity) order by i.position)
+      from fulfillment_items fi join order_items i on i.order_id = f.order_id and i.product_id = fi.product_id
+      where fi.fulfillment_id = f.id), '[]'::json) as items
+    from fulfillments f where f.order_id = ${orderId}
+    order by f.id`.execute(db)
+  return rows.map(row => ({
+    fulfillmentId: row.id,
+    orderId: row.order_id,
+    status: row.status,
+    items: row.items,
+    carrier: row.carrier,
+    trackingNumber: row.tracking_number,
+    trackingUrl: row.tracking_url,
+    shippedAt: row.shipped_at.toISOString(),
+    deliveredAt: row.delivered_at?.toISOString() ?? null,
+    createdAt: row.created_at.toISOString(),
+  }))
 }
