@@ -749,6 +749,26 @@ export interface paths {
         patch: operations["adminUpdateOrder"];
         trace?: never;
     };
+    "/api/v1/orders/{id}/fulfillments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's fulfilments, oldest first
+         * @description Every shipment of the order (cancelled ones too), with its items, carrier, tracking and dates; for its owner or an admin. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["listOrderFulfillments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/payments/history": {
         parameters: {
             query?: never;
@@ -2010,6 +2030,43 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["EventSlice"];
+            error: null;
+        };
+        /**
+         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
+         * @enum {unknown}
+         */
+        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
+        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
+        Fulfillment: {
+            fulfillmentId: number;
+            orderId: number;
+            status: components["schemas"]["FulfillmentStatus"];
+            /** @description The lines shipped, in the order's line order */
+            items: {
+                productId: number;
+                /** @description How many of the line this shipment holds */
+                quantity: number;
+            }[];
+            carrier: string | null;
+            trackingNumber: string | null;
+            trackingUrl: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            shippedAt: string;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        FulfillmentListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Fulfillment"][];
             error: null;
         };
         /** @enum {unknown} */
@@ -6153,6 +6210,69 @@ export interface operations {
             412: components["responses"]["Error412_PRECONDITION_FAILED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    listOrderFulfillments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "fulfillmentId": 3,
+                     *           "orderId": 42,
+                     *           "status": "DELIVERED",
+                     *           "items": [
+                     *             {
+                     *               "productId": 12,
+                     *               "quantity": 2
+                     *             },
+                     *             {
+                     *               "productId": 15,
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "carrier": null,
+                     *           "trackingNumber": null,
+                     *           "trackingUrl": null,
+                     *           "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *           "deliveredAt": "2026-11-23T14:00:00.000Z",
+                     *           "createdAt": "2026-11-23T14:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentListEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
