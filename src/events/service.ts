@@ -39,6 +39,12 @@ function olderMoney (order: Record<string, unknown>, payment: PaymentRow | null)
   }
 }
 
+/** An item as a snapshot written before fulfilments existed shows it: a delivered order had shipped every line. */
+function olderItem (item: OrderItem, order: Record<string, unknown>): OrderItem {
+  if ('fulfilledQuantity' in item) return item
+  return { ...item, fulfilledQuantity: order.status === 'DELIVERED' ? item.quantity : 0, returnedQuantity: 0 }
+}
+
 /** The event object (CONTRACT §12) of a stored event: its snapshot in the API's shapes. */
 export function toEvent (row: EventRow): Event {
   const { order, items, payment, payments, refund } = row.snapshot
@@ -57,7 +63,7 @@ export function toEvent (row: EventRow): Event {
     orderId: row.order_id,
     sequence: row.sequence,
     data: {
-      order: toOrderData({ ...orderRow, ...money, ...shipped, items: items as OrderItem[], payments: listed }),
+      order: toOrderData({ ...orderRow, ...money, ...shipped, items: (items as OrderItem[]).map(item => olderItem(item, order)), payments: listed }),
       payment: paymentRow ? toPayment(paymentRow) : null,
       // A refund announced before refunds had reasons: a cancel's, or the admin's (as the migration reads them).
       ...(refund ? { refund: { ...refund, reason: refund.reason ?? (order.status === 'CANCELLED' || order.status === 'DELETED' ? 'CANCEL' : 'GOODWILL') } } : {}),

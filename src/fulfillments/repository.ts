@@ -1,7 +1,12 @@
-import { sql } from 'kysely'
+import { sql, type RawBuilder } from 'kysely'
 import type { Db, Tx } from '../db/schema.js'
 import type { Fulfillment } from './schemas.js'
 import type { FulfillmentRow } from './table.js'
+
+/** How many of the order line `i` left in fulfilments that are not CANCELLED (CONTRACT §15.3). */
+export const fulfilledOf = (line: string): RawBuilder<number> => sql<number>`coalesce((
+  select sum(fi.quantity) from fulfillment_items fi join fulfillments f on f.id = fi.fulfillment_id
+  where f.order_id = ${sql.ref(`${line}.order_id`)} and fi.product_id = ${sql.ref(`${line}.product_id`)} and f.status <> 'CANCELLED'), 0)`
 
 /** What is left to ship of each of an order's lines: ordered minus what fulfilments that are not CANCELLED hold. */
 export async function leftToShip (trx: Tx, orderId: number): Promise<Array<{ product_id: number, quantity: number }>> {

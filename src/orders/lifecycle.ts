@@ -98,12 +98,13 @@ export async function changeOrder (
     }
     // The one-step deliver ships what is left and delivers every shipment (CONTRACT §15.3).
     if (verb === 'deliver') await shipAndDeliverAll(trx, order.id)
+    const items = verb === 'deliver' ? order.items.map(item => ({ ...item, fulfilledQuantity: item.quantity })) : order.items
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
       events.push(...await settlePayments(trx, provider, order.id, principal.memberId))
     }
     events.push({ type: verb ? VERB_EVENT[verb] : 'order.updated' })
-    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId }, {
+    const row = await updateOrder(trx, { ...order, items }, { status, memo, shippingAddress, paymentId }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     }, events)

@@ -12,6 +12,7 @@ import type { OrderPayment } from '../payments/schemas.js'
 import { moneyOf, paymentsJson, storeMoney } from './money.js'
 import type { OrderAction, OrderDetail, OrderItem, OrderPaymentStatus, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
+import { fulfilledOf } from '../fulfillments/repository.js'
 import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
 
 export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[] }
@@ -20,7 +21,8 @@ export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPay
 const itemsJson = sql<OrderItem[]>`coalesce((
   select json_agg(json_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
-    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', 0)
+    order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
 /** Orders as the detail shows them: the row (its money included), its items and its payments. */
@@ -119,7 +121,8 @@ export interface PlaceOrderResult {
 /** The items of the create's statement as the API shows them, from its CTE `checked`. */
 const checkedItems = sql`(select jsonb_agg(jsonb_build_object(
     'productId', c.product_id, 'productName', c.product_name, 'quantity', c.quantity,
-    'unitPrice', c.unit_price, 'lineTotal', c.line_total::bigint) order by c.position) from checked c)`
+    'unitPrice', c.unit_price, 'lineTotal', c.line_total::bigint,
+    'fulfilledQuantity', 0, 'returnedQuantity', 0) order by c.position) from checked c)`
 
 /** A timestamp as `Date.toISOString()` writes it (the columns hold milliseconds). */
 const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`

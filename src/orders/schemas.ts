@@ -80,7 +80,9 @@ export const OrderItem = Component('OrderItem', Type.Object({
   quantity: Type.Integer(),
   unitPrice: Money,
   lineTotal: Money,
-}, { description: 'An order line at the price it was ordered at' }))
+  fulfilledQuantity: Type.Integer({ minimum: 0, description: 'How many of the line left in fulfilments that are not CANCELLED' }),
+  returnedQuantity: Type.Integer({ minimum: 0, description: 'How many of the line came back in received returns (0 until returns exist)' }),
+}, { description: 'An order line at the price it was ordered at, and how much of it shipped' }))
 export type OrderItem = Static<typeof OrderItem>
 
 export const OrderDetail = Component('Order', Type.Object({

@@ -137,7 +137,7 @@ describe('the typed client as a package another project installs', () => {
         orderId,
         customerId,
         status: 'PLACED',
-        items: [{ productId, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900 }],
+        items: [{ productId, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900, fulfilledQuantity: 0, returnedQuantity: 0 }],
         totalAmount: 4900,
         currency: 'USD',
         shippingAddress: null,

@@ -34,6 +34,11 @@ describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
       const before = Date.now()
       const res = await ctx.api.inject({ method, url: url(o.orderId), headers: o.admin.headers, payload })
       assert.equal(successData<OrderDetail>(res).status, 'DELIVERED')
+      // The answer and every later read show every line shipped, nothing returned.
+      for (const detail of [successData<OrderDetail>(res), successData<OrderDetail>(await get(ctx.api, o.orderUrl, o.owner))]) {
+        assert.deepEqual(detail.items.map(i => [i.productId, i.quantity, i.fulfilledQuantity, i.returnedQuantity]), [[o.productId, 2, 2, 0]])
+        assert.equal(detail.fulfillmentStatus, 'FULFILLED')
+      }
 
       const { order, fulfillments, items } = await stored(o.orderId)
       assert.deepEqual(order, { status: 'DELIVERED', fulfillment_status: 'FULFILLED' })
@@ -115,17 +120,18 @@ describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
     successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' }))
     successData(await patch(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin, { status: 'DELIVERED' }))
     const events = async () => successData<{ content: Event[] }>(await get(ctx.api, `/api/v1/admin/events?orderId=${o.orderId}`, o.admin)).content
-      .map(event => [event.type, event.data.order.status, event.data.order.fulfillmentStatus])
+      .map(({ type, data: { order } }) => [type, order.status, order.fulfillmentStatus, order.items.map(i => [i.fulfilledQuantity, i.returnedQuantity])])
     const expected = [
-      ['order.placed', 'PLACED', 'UNFULFILLED'],
-      ['payment.created', 'CONFIRMED', 'UNFULFILLED'],
-      ['order.confirmed', 'CONFIRMED', 'UNFULFILLED'],
-      ['payment.succeeded', 'CONFIRMED', 'UNFULFILLED'],
-      ['order.delivered', 'DELIVERED', 'FULFILLED'],
+      ['order.placed', 'PLACED', 'UNFULFILLED', [[0, 0]]],
+      ['payment.created', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
+      ['order.confirmed', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
+      ['payment.succeeded', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
+      ['order.delivered', 'DELIVERED', 'FULFILLED', [[2, 0]]],
     ]
     assert.deepEqual(await events(), expected)
     // Snapshots written before fulfilments existed have no fulfillment_status.
-    await sql`update events set snapshot = jsonb_set(snapshot, '{order}', (snapshot->'order') - 'fulfillment_status')
+    await sql`update events set snapshot = jsonb_set(jsonb_set(snapshot, '{order}', (snapshot->'order') - 'fulfillment_status'), '{items}',
+        (select jsonb_agg(item - 'fulfilledQuantity' - 'returnedQuantity') from jsonb_array_elements(snapshot->'items') item))
       where order_id = ${o.orderId}`.execute(ctx.api.app.db)
     assert.deepEqual(await events(), expected)
   })

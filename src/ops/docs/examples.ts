@@ -31,8 +31,8 @@ const beans: Product = {
 }
 
 const items: OrderItem[] = [
-  { productId: 12, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900 },
-  { productId: 15, productName: 'Filter papers, 100', quantity: 1, unitPrice: 350, lineTotal: 350 },
+  { productId: 12, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900, fulfilledQuantity: 0, returnedQuantity: 0 },
+  { productId: 15, productName: 'Filter papers, 100', quantity: 1, unitPrice: 350, lineTotal: 350, fulfilledQuantity: 0, returnedQuantity: 0 },
 ]
 
 const order: OrderDetail = {
@@ -179,6 +179,7 @@ export function eventExample (type: EventType): Event {
     balanceDue: ended ? 0 : order.totalAmount - (paid - refunded),
     paymentStatus: paid === 0 ? 'UNPAID' : refunded >= paid ? 'REFUNDED' : 'PAID',
     fulfillmentStatus: state.status === 'DELIVERED' ? 'FULFILLED' : 'UNFULFILLED',
+    items: state.status === 'DELIVERED' ? items.map(item => ({ ...item, fulfilledQuantity: item.quantity })) : items,
     version: state.sequence,
     updatedAt: timestamp,
     ...(type === 'order.updated' ? { memo: 'Ring twice' } : {}),
