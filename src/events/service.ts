@@ -40,8 +40,8 @@ function olderMoney (order: Record<string, unknown>, payment: PaymentRow | null)
 }
 
 /** An item as a snapshot written before fulfilments existed shows it: a delivered order had shipped every line. */
-function olderItem (item: OrderItem, order: Record<string, unknown>): OrderItem {
-  if ('fulfilledQuantity' in item) return item
+function olderItem (item: Partial<OrderItem> & Omit<OrderItem, 'fulfilledQuantity' | 'returnedQuantity'>, order: Record<string, unknown>): OrderItem {
+  if (item.fulfilledQuantity !== undefined && item.returnedQuantity !== undefined) return item as OrderItem
   return { ...item, fulfilledQuantity: order.status === 'DELIVERED' ? item.quantity : 0, returnedQuantity: 0 }
 }
 
