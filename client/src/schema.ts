@@ -1826,13 +1826,17 @@ export interface components {
         OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
         /** @enum {unknown} */
         OrderAction: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire";
-        /** @description An order line at the price it was ordered at */
+        /** @description An order line at the price it was ordered at, and how much of it shipped */
         OrderItem: {
             productId: number;
             productName: string;
             quantity: number;
             unitPrice: number;
             lineTotal: number;
+            /** @description How many of the line left in fulfilments that are not CANCELLED */
+            fulfilledQuantity: number;
+            /** @description How many of the line came back in received returns (0 until returns exist) */
+            returnedQuantity: number;
         };
         /** @description An order with its items, as its customer or an admin reads it */
         Order: {
@@ -5090,14 +5094,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5149,14 +5157,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5305,14 +5317,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5414,14 +5430,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5515,14 +5535,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5594,7 +5618,9 @@ export interface operations {
                      *           "productName": "Espresso beans, 1 kg",
                      *           "quantity": 2,
                      *           "unitPrice": 2450,
-                     *           "lineTotal": 4900
+                     *           "lineTotal": 4900,
+                     *           "fulfilledQuantity": 0,
+                     *           "returnedQuantity": 0
                      *         }
                      *       ],
                      *       "error": null
@@ -6061,14 +6087,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -6167,14 +6197,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -6587,14 +6621,18 @@ export interface operations {
                      *                     "productName": "Espresso beans, 1 kg",
                      *                     "quantity": 2,
                      *                     "unitPrice": 2450,
-                     *                     "lineTotal": 4900
+                     *                     "lineTotal": 4900,
+                     *                     "fulfilledQuantity": 0,
+                     *                     "returnedQuantity": 0
                      *                   },
                      *                   {
                      *                     "productId": 15,
                      *                     "productName": "Filter papers, 100",
                      *                     "quantity": 1,
                      *                     "unitPrice": 350,
-                     *                     "lineTotal": 350
+                     *                     "lineTotal": 350,
+                     *                     "fulfilledQuantity": 0,
+                     *                     "returnedQuantity": 0
                      *                   }
                      *                 ],
                      *                 "totalAmount": 5250,
@@ -6677,14 +6715,18 @@ export interface operations {
                      *                 "productName": "Espresso beans, 1 kg",
                      *                 "quantity": 2,
                      *                 "unitPrice": 2450,
-                     *                 "lineTotal": 4900
+                     *                 "lineTotal": 4900,
+                     *                 "fulfilledQuantity": 0,
+                     *                 "returnedQuantity": 0
                      *               },
                      *               {
                      *                 "productId": 15,
                      *                 "productName": "Filter papers, 100",
                      *                 "quantity": 1,
                      *                 "unitPrice": 350,
-                     *                 "lineTotal": 350
+                     *                 "lineTotal": 350,
+                     *                 "fulfilledQuantity": 0,
+                     *                 "returnedQuantity": 0
                      *               }
                      *             ],
                      *             "totalAmount": 5250,
@@ -7758,14 +7800,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -7882,14 +7928,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8024,14 +8074,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8166,14 +8220,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8290,14 +8348,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8432,14 +8494,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8574,14 +8640,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8698,14 +8768,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8840,14 +8914,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8982,14 +9060,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -9124,14 +9206,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -9270,14 +9356,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
