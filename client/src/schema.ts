@@ -749,6 +749,26 @@ export interface paths {
         patch: operations["adminUpdateOrder"];
         trace?: never;
     };
+    "/api/v1/orders/{id}/fulfillments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's fulfilments, oldest first
+         * @description Every shipment of the order (cancelled ones too), with its items, carrier, tracking and dates; for its owner or an admin. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["listOrderFulfillments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/payments/history": {
         parameters: {
             query?: never;
@@ -1797,17 +1817,26 @@ export interface components {
          * @enum {unknown}
          */
         OrderPaymentStatus: "UNPAID" | "PARTIALLY_PAID" | "PAID" | "PARTIALLY_REFUNDED" | "REFUNDED";
+        /**
+         * @description UNFULFILLED: nothing shipped; PARTIALLY_FULFILLED: some of it shipped; FULFILLED: every line fully shipped (shipments that were cancelled do not count).
+         * @enum {unknown}
+         */
+        OrderFulfillmentStatus: "UNFULFILLED" | "PARTIALLY_FULFILLED" | "FULFILLED";
         /** @enum {unknown} */
         OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
         /** @enum {unknown} */
         OrderAction: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire";
-        /** @description An order line at the price it was ordered at */
+        /** @description An order line at the price it was ordered at, and how much of it shipped */
         OrderItem: {
             productId: number;
             productName: string;
             quantity: number;
             unitPrice: number;
             lineTotal: number;
+            /** @description How many of the line left in fulfilments that are not CANCELLED */
+            fulfilledQuantity: number;
+            /** @description How many of the line came back in received returns (0 until returns exist) */
+            returnedQuantity: number;
         };
         /** @description An order with its items, as its customer or an admin reads it */
         Order: {
@@ -1830,6 +1859,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /** @description The verbs the caller may apply now */
@@ -1862,6 +1892,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /**
              * Format: date-time
              * @example 2026-11-22T09:30:00.000Z
@@ -1949,6 +1980,7 @@ export interface components {
             /** @description What the customer still owes: totalAmount − credited − (paidAmount − refundedAmount), where credited is the sum of the GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order. */
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
+            fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
             /**
@@ -2002,6 +2034,43 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["EventSlice"];
+            error: null;
+        };
+        /**
+         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
+         * @enum {unknown}
+         */
+        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
+        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
+        Fulfillment: {
+            fulfillmentId: number;
+            orderId: number;
+            status: components["schemas"]["FulfillmentStatus"];
+            /** @description The lines shipped, in the order's line order */
+            items: {
+                productId: number;
+                /** @description How many of the line this shipment holds */
+                quantity: number;
+            }[];
+            carrier: string | null;
+            trackingNumber: string | null;
+            trackingUrl: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            shippedAt: string;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        FulfillmentListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Fulfillment"][];
             error: null;
         };
         /** @enum {unknown} */
@@ -4938,6 +5007,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5024,14 +5094,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5044,6 +5118,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5082,14 +5157,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5102,6 +5181,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5177,6 +5257,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5236,14 +5317,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5256,6 +5341,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5344,14 +5430,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5364,6 +5454,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5444,14 +5535,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -5464,6 +5559,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5522,7 +5618,9 @@ export interface operations {
                      *           "productName": "Espresso beans, 1 kg",
                      *           "quantity": 2,
                      *           "unitPrice": 2450,
-                     *           "lineTotal": 4900
+                     *           "lineTotal": 4900,
+                     *           "fulfilledQuantity": 0,
+                     *           "returnedQuantity": 0
                      *         }
                      *       ],
                      *       "error": null
@@ -5762,6 +5860,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5796,6 +5896,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5830,6 +5931,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5871,6 +5974,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "createdAt": "2026-11-22T09:30:00.000Z"
                      *           }
                      *         ],
@@ -5901,6 +6005,8 @@ export interface operations {
                 status?: string;
                 /** @description The order's paymentStatus: one or several, comma-separated (UNPAID, PARTIALLY_PAID, PAID, PARTIALLY_REFUNDED, REFUNDED), e.g. `UNPAID,PARTIALLY_PAID` */
                 paymentStatus?: string;
+                /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
+                fulfillmentStatus?: string;
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -5928,8 +6034,8 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt
-                     *     42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z
+                     * @example orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt,orderPaymentStatus,fulfillmentStatus,paidAmount,refundedAmount,balanceDue
+                     *     42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z,PAID,UNFULFILLED,5250,0,0
                      */
                     "text/csv": string;
                 };
@@ -5981,14 +6087,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -6001,6 +6111,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6086,14 +6197,18 @@ export interface operations {
                      *             "productName": "Espresso beans, 1 kg",
                      *             "quantity": 2,
                      *             "unitPrice": 2450,
-                     *             "lineTotal": 4900
+                     *             "lineTotal": 4900,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           },
                      *           {
                      *             "productId": 15,
                      *             "productName": "Filter papers, 100",
                      *             "quantity": 1,
                      *             "unitPrice": 350,
-                     *             "lineTotal": 350
+                     *             "lineTotal": 350,
+                     *             "fulfilledQuantity": 0,
+                     *             "returnedQuantity": 0
                      *           }
                      *         ],
                      *         "totalAmount": 5250,
@@ -6106,6 +6221,7 @@ export interface operations {
                      *         "refundedAmount": 0,
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
+                     *         "fulfillmentStatus": "UNFULFILLED",
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6128,6 +6244,69 @@ export interface operations {
             412: components["responses"]["Error412_PRECONDITION_FAILED"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    listOrderFulfillments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "fulfillmentId": 3,
+                     *           "orderId": 42,
+                     *           "status": "DELIVERED",
+                     *           "items": [
+                     *             {
+                     *               "productId": 12,
+                     *               "quantity": 2
+                     *             },
+                     *             {
+                     *               "productId": 15,
+                     *               "quantity": 1
+                     *             }
+                     *           ],
+                     *           "carrier": null,
+                     *           "trackingNumber": null,
+                     *           "trackingUrl": null,
+                     *           "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *           "deliveredAt": "2026-11-23T14:00:00.000Z",
+                     *           "createdAt": "2026-11-23T14:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentListEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };
@@ -6442,14 +6621,18 @@ export interface operations {
                      *                     "productName": "Espresso beans, 1 kg",
                      *                     "quantity": 2,
                      *                     "unitPrice": 2450,
-                     *                     "lineTotal": 4900
+                     *                     "lineTotal": 4900,
+                     *                     "fulfilledQuantity": 0,
+                     *                     "returnedQuantity": 0
                      *                   },
                      *                   {
                      *                     "productId": 15,
                      *                     "productName": "Filter papers, 100",
                      *                     "quantity": 1,
                      *                     "unitPrice": 350,
-                     *                     "lineTotal": 350
+                     *                     "lineTotal": 350,
+                     *                     "fulfilledQuantity": 0,
+                     *                     "returnedQuantity": 0
                      *                   }
                      *                 ],
                      *                 "totalAmount": 5250,
@@ -6462,6 +6645,7 @@ export interface operations {
                      *                 "refundedAmount": 0,
                      *                 "balanceDue": 5250,
                      *                 "paymentStatus": "UNPAID",
+                     *                 "fulfillmentStatus": "UNFULFILLED",
                      *                 "version": 1,
                      *                 "createdAt": "2026-11-22T09:30:00.000Z",
                      *                 "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -6531,14 +6715,18 @@ export interface operations {
                      *                 "productName": "Espresso beans, 1 kg",
                      *                 "quantity": 2,
                      *                 "unitPrice": 2450,
-                     *                 "lineTotal": 4900
+                     *                 "lineTotal": 4900,
+                     *                 "fulfilledQuantity": 0,
+                     *                 "returnedQuantity": 0
                      *               },
                      *               {
                      *                 "productId": 15,
                      *                 "productName": "Filter papers, 100",
                      *                 "quantity": 1,
                      *                 "unitPrice": 350,
-                     *                 "lineTotal": 350
+                     *                 "lineTotal": 350,
+                     *                 "fulfilledQuantity": 0,
+                     *                 "returnedQuantity": 0
                      *               }
                      *             ],
                      *             "totalAmount": 5250,
@@ -6551,6 +6739,7 @@ export interface operations {
                      *             "refundedAmount": 0,
                      *             "balanceDue": 5250,
                      *             "paymentStatus": "UNPAID",
+                     *             "fulfillmentStatus": "UNFULFILLED",
                      *             "version": 1,
                      *             "createdAt": "2026-11-22T09:30:00.000Z",
                      *             "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7611,14 +7800,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -7631,6 +7824,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 1,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:31:00.000Z"
@@ -7734,14 +7928,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -7761,6 +7959,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 4,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:34:00.000Z"
@@ -7875,14 +8074,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -7902,6 +8105,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -8016,14 +8220,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8036,6 +8244,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8139,14 +8348,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8166,6 +8379,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -8280,14 +8494,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8307,6 +8525,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 8,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:38:00.000Z"
@@ -8421,14 +8640,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8441,6 +8664,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 2,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:32:00.000Z"
@@ -8544,14 +8768,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8571,6 +8799,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 3,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:33:00.000Z"
@@ -8685,14 +8914,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8712,6 +8945,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 6,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:36:00.000Z"
@@ -8826,14 +9060,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8853,6 +9091,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 5250,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"
@@ -8967,14 +9206,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -8994,6 +9237,7 @@ export interface operations {
                  *           "refundedAmount": 5250,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "REFUNDED",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 7,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:37:00.000Z"
@@ -9112,14 +9356,18 @@ export interface operations {
                  *               "productName": "Espresso beans, 1 kg",
                  *               "quantity": 2,
                  *               "unitPrice": 2450,
-                 *               "lineTotal": 4900
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             },
                  *             {
                  *               "productId": 15,
                  *               "productName": "Filter papers, 100",
                  *               "quantity": 1,
                  *               "unitPrice": 350,
-                 *               "lineTotal": 350
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
                  *             }
                  *           ],
                  *           "totalAmount": 5250,
@@ -9139,6 +9387,7 @@ export interface operations {
                  *           "refundedAmount": 0,
                  *           "balanceDue": 0,
                  *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
                  *           "version": 5,
                  *           "createdAt": "2026-11-22T09:30:00.000Z",
                  *           "updatedAt": "2026-11-22T09:35:00.000Z"

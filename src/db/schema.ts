@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely'
 import type { ApiKeysTable, OidcFlowsTable, OidcLoginCodesTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
 import type { CategoriesTable, ProductsTable } from '../catalog/table.js'
 import type { EventsTable } from '../events/table.js'
+import type { FulfillmentItemsTable, FulfillmentsTable } from '../fulfillments/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
 import type { MemberIdentitiesTable, MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
@@ -30,6 +31,8 @@ export interface Database {
   member_identities: MemberIdentitiesTable
   oidc_flows: OidcFlowsTable
   oidc_login_codes: OidcLoginCodesTable
+  fulfillments: FulfillmentsTable
+  fulfillment_items: FulfillmentItemsTable
 }
 
 export type Db = Kysely<Database>

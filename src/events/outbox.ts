@@ -1,4 +1,5 @@
 import { sql, type RawBuilder } from 'kysely'
+import { fulfilledOf } from '../fulfillments/repository.js'
 import type { RefundReason } from '../payments/schemas.js'
 import type { EventType } from './schemas.js'
 
@@ -16,7 +17,8 @@ export interface Announcement {
 /** An order's items as the API shows them, read from order_items for the order row `o`. */
 export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
-    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', 0)
+    order by i.position)
   from order_items i where i.order_id = o.id)`
 
 /**

@@ -39,12 +39,20 @@ function olderMoney (order: Record<string, unknown>, payment: PaymentRow | null)
   }
 }
 
+/** An item as a snapshot written before fulfilments existed shows it: a delivered order had shipped every line. */
+function olderItem (item: Partial<OrderItem> & Omit<OrderItem, 'fulfilledQuantity' | 'returnedQuantity'>, order: Record<string, unknown>): OrderItem {
+  if (item.fulfilledQuantity !== undefined && item.returnedQuantity !== undefined) return item as OrderItem
+  return { ...item, fulfilledQuantity: order.status === 'DELIVERED' ? item.quantity : 0, returnedQuantity: 0 }
+}
+
 /** The event object (CONTRACT §12) of a stored event: its snapshot in the API's shapes. */
 export function toEvent (row: EventRow): Event {
   const { order, items, payment, payments, refund } = row.snapshot
   const paymentRow = payment ? withDates<PaymentRow>(payment) : null
   const orderRow = withDates<OrderRow>(order)
   const money = 'payment_status' in order ? {} : olderMoney(order, paymentRow)
+  // Written before fulfilments existed: a delivered order had shipped everything (as the migration reads it).
+  const shipped = 'fulfillment_status' in order ? {} : { fulfillment_status: order.status === 'DELIVERED' ? 'FULFILLED' as const : 'UNFULFILLED' as const }
   const listed = (payments ?? (paymentRow
     ? [{ paymentId: paymentRow.id, amount: paymentRow.amount, refundedAmount: paymentRow.refunded_amount, status: paymentRow.status }]
     : [])) as OrderPayment[]
@@ -55,7 +63,7 @@ export function toEvent (row: EventRow): Event {
     orderId: row.order_id,
     sequence: row.sequence,
     data: {
-      order: toOrderData({ ...orderRow, ...money, items: items as OrderItem[], payments: listed }),
+      order: toOrderData({ ...orderRow, ...money, ...shipped, items: (items as OrderItem[]).map(item => olderItem(item, order)), payments: listed }),
       payment: paymentRow ? toPayment(paymentRow) : null,
       // A refund announced before refunds had reasons: a cancel's, or the admin's (as the migration reads them).
       ...(refund ? { refund: { ...refund, reason: refund.reason ?? (order.status === 'CANCELLED' || order.status === 'DELETED' ? 'CANCEL' : 'GOODWILL') } } : {}),

@@ -13,6 +13,7 @@ import * as oidc from './2026-11-24-06-oidc.js'
 import * as oidcBinding from './2026-11-27-01-oidc-binding.js'
 import * as unpaidOrders from './2026-11-27-01-unpaid-orders.js'
 import * as orderMoney from './2026-11-27-02-order-money.js'
+import * as fulfillments from './2026-11-27-03-fulfillments.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-01-oidc-binding': oidcBinding,
   '2026-11-27-01-unpaid-orders': unpaidOrders,
   '2026-11-27-02-order-money': orderMoney,
+  '2026-11-27-03-fulfillments': fulfillments,
 }

@@ -82,6 +82,14 @@ const EXPORT_COLUMNS: ReadonlyArray<readonly [name: string, value: RawBuilder<un
   ['memo', 'orders.memo', true],
   ['createdAt', isoTimestamp('orders.created_at')],
   ['updatedAt', isoTimestamp('orders.updated_at')],
+  // The order's stored money and shipping (CONTRACT §15.5, §15.7), last so that readers of the
+  // earlier columns keep working; balanceDue as money.ts's `balanceDue`.
+  ['orderPaymentStatus', 'orders.payment_status'],
+  ['fulfillmentStatus', 'orders.fulfillment_status'],
+  ['paidAmount', 'orders.paid_amount'],
+  ['refundedAmount', 'orders.refunded_amount'],
+  ['balanceDue', sql`case when ${sql.ref('orders.status')} in ('CANCELLED', 'DELETED') then 0 else ${sql.ref('orders.total_amount')}
+    - ${sql.ref('orders.credited_amount')} - (${sql.ref('orders.paid_amount')} - ${sql.ref('orders.refunded_amount')}) end`],
 ]
 
 /** The export's header line. */

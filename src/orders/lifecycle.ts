@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db/schema.js'
 import { isAdmin, type Principal } from '../http/access.js'
 import { ApiError } from '../errors.js'
+import { shipAndDeliverAll } from '../fulfillments/repository.js'
 import type { Announcement } from '../events/outbox.js'
 import type { EventType } from '../events/schemas.js'
 import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
@@ -95,12 +96,15 @@ export async function changeOrder (
       paymentId = (await openPayment(trx, order)).id
       events.push({ type: 'payment.created', paymentId })
     }
+    // The one-step deliver ships what is left and delivers every shipment (CONTRACT §15.3).
+    if (verb === 'deliver') await shipAndDeliverAll(trx, order.id)
+    const items = verb === 'deliver' ? order.items.map(item => ({ ...item, fulfilledQuantity: item.quantity })) : order.items
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
       events.push(...await settlePayments(trx, provider, order.id, principal.memberId))
     }
     events.push({ type: verb ? VERB_EVENT[verb] : 'order.updated' })
-    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId }, {
+    const row = await updateOrder(trx, { ...order, items }, { status, memo, shippingAddress, paymentId }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     }, events)

@@ -26,6 +26,7 @@ export function toOrderData (order: OrderRow & { items: OrderItem[], payments: O
     refundedAmount: order.refunded_amount,
     balanceDue: balanceDue(order),
     paymentStatus: order.payment_status,
+    fulfillmentStatus: order.fulfillment_status,
     version: order.version,
     createdAt: order.created_at.toISOString(),
     updatedAt: order.updated_at.toISOString(),
@@ -44,7 +45,7 @@ export function toOrderDetail (order: OrderWithItems, principal: Principal): Ord
 
 /** The columns a summary shows: what a list needs to select (bench/RESULTS.md, "Why a list costs 3–4 reads by id"). */
 export type OrderSummaryRow = Pick<OrderRow, 'id' | 'customer_id' | 'status' | 'item_count' | 'total_amount' | 'currency' |
-  'paid_amount' | 'refunded_amount' | 'credited_amount' | 'payment_status' | 'created_at'>
+  'paid_amount' | 'refunded_amount' | 'credited_amount' | 'payment_status' | 'fulfillment_status' | 'created_at'>
 
 export function toOrderSummary (order: OrderSummaryRow): OrderSummary {
   return {
@@ -58,6 +59,7 @@ export function toOrderSummary (order: OrderSummaryRow): OrderSummary {
     refundedAmount: order.refunded_amount,
     balanceDue: balanceDue(order),
     paymentStatus: order.payment_status,
+    fulfillmentStatus: order.fulfillment_status,
     createdAt: order.created_at.toISOString(),
   }
 }

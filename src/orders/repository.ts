@@ -12,6 +12,8 @@ import type { OrderPayment } from '../payments/schemas.js'
 import { moneyOf, paymentsJson, storeMoney } from './money.js'
 import type { OrderAction, OrderDetail, OrderItem, OrderPaymentStatus, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
+import { fulfilledOf } from '../fulfillments/repository.js'
+import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
 
 export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[] }
 
@@ -19,7 +21,8 @@ export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPay
 const itemsJson = sql<OrderItem[]>`coalesce((
   select json_agg(json_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
-    'unitPrice', i.unit_price, 'lineTotal', i.line_total) order by i.position)
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', 0)
+    order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
 /** Orders as the detail shows them: the row (its money included), its items and its payments. */
@@ -118,7 +121,8 @@ export interface PlaceOrderResult {
 /** The items of the create's statement as the API shows them, from its CTE `checked`. */
 const checkedItems = sql`(select jsonb_agg(jsonb_build_object(
     'productId', c.product_id, 'productName', c.product_name, 'quantity', c.quantity,
-    'unitPrice', c.unit_price, 'lineTotal', c.line_total::bigint) order by c.position) from checked c)`
+    'unitPrice', c.unit_price, 'lineTotal', c.line_total::bigint,
+    'fulfilledQuantity', 0, 'returnedQuantity', 0) order by c.position) from checked c)`
 
 /** A timestamp as `Date.toISOString()` writes it (the columns hold milliseconds). */
 const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
@@ -264,6 +268,7 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
           'totalAmount', n.total_amount, 'currency', ${v.currency}::text,
           'shippingAddress', ${v.shippingAddress}::text, 'memo', ${v.memo}::text, 'paymentId', null,
           'payments', '[]'::jsonb, 'paidAmount', 0, 'refundedAmount', 0, 'balanceDue', n.total_amount, 'paymentStatus', 'UNPAID',
+          'fulfillmentStatus', 'UNFULFILLED',
           'version', 1, 'allowedActions', ${v.allowedActions}::jsonb,
           'createdAt', ${isoTime(sql`n.at`)}, 'updatedAt', ${isoTime(sql`n.at`)}) as body,
         replace(${v.location}::text, '{id}', n.id::text) as location
@@ -383,6 +388,8 @@ export interface OrderFilter {
   productId?: number
   /** The stored payment status (CONTRACT §15.5), served by orders_payment_status_created_idx. */
   paymentStatuses?: readonly OrderPaymentStatus[]
+  /** The stored fulfilment status (CONTRACT §15.5), served by orders_fulfillment_status_created_idx. */
+  fulfillmentStatuses?: readonly OrderFulfillmentStatus[]
 }
 
 /** Column names are qualified: the export joins members and payments, which have a status too. */
@@ -394,6 +401,7 @@ export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filt
   if (!filter.includeDeleted) conditions.push(eb('orders.status', '<>', sql.lit('DELETED')))
   if (filter.statuses) conditions.push(eb('orders.status', 'in', filter.statuses))
   if (filter.paymentStatuses) conditions.push(eb('orders.payment_status', 'in', filter.paymentStatuses))
+  if (filter.fulfillmentStatuses) conditions.push(eb('orders.fulfillment_status', 'in', filter.fulfillmentStatuses))
   if (filter.createdFrom) conditions.push(eb('orders.created_at', '>=', filter.createdFrom))
   if (filter.createdTo) conditions.push(eb('orders.created_at', '<', filter.createdTo))
   if (filter.minTotal !== undefined) conditions.push(eb('orders.total_amount', '>=', filter.minTotal))
@@ -408,7 +416,7 @@ export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filt
 /** The columns a summary shows (`toOrderSummary`): all that a list selects. */
 const SUMMARY_COLUMNS = [
   'id', 'customer_id', 'status', 'item_count', 'total_amount', 'currency', 'paid_amount', 'refunded_amount', 'credited_amount',
-  'payment_status', 'created_at',
+  'payment_status', 'fulfillment_status', 'created_at',
 ] as const
 
 /** A list's row: mapper.ts's `OrderSummaryRow` (named here too: mapper.ts imports this file). */
@@ -425,11 +433,12 @@ const firstPageReaders = new WeakMap<Db, Map<number, (customerId: string) => Pro
 async function readFirstPages (db: Db, customerIds: string[], limit: number): Promise<Map<string, OrderSummaryRow[]>> {
   const { rows } = await sql<OrderSummaryRow>`
     select o.id, o.customer_id, o.status, o.item_count, o.total_amount, o.currency, o.paid_amount, o.refunded_amount,
-      o.credited_amount, o.payment_status, o.created_at
+      o.credited_amount, o.payment_status, o.fulfillment_status, o.created_at
     from unnest(${customerIds}::bigint[]) as c (customer_id)
     cross join lateral (
       select orders.id, orders.customer_id, orders.status, orders.item_count, orders.total_amount, orders.currency,
-        orders.paid_amount, orders.refunded_amount, orders.credited_amount, orders.payment_status, orders.created_at
+        orders.paid_amount, orders.refunded_amount, orders.credited_amount, orders.payment_status, orders.fulfillment_status,
+        orders.created_at
       from orders
       where orders.customer_id = c.customer_id and orders.status <> 'DELETED'
       order by orders.created_at desc, orders.id desc

@@ -21,6 +21,13 @@ export const OrderPaymentStatusSchema = Component('OrderPaymentStatus', Type.Enu
 }))
 export type OrderPaymentStatus = Static<typeof OrderPaymentStatusSchema>
 
+/** How much of the order has shipped (CONTRACT §15.3), stored on the order and kept by every shipment. */
+export const ORDER_FULFILLMENT_STATUSES = ['UNFULFILLED', 'PARTIALLY_FULFILLED', 'FULFILLED'] as const
+export const OrderFulfillmentStatusSchema = Component('OrderFulfillmentStatus', Type.Enum([...ORDER_FULFILLMENT_STATUSES], {
+  description: 'UNFULFILLED: nothing shipped; PARTIALLY_FULFILLED: some of it shipped; FULFILLED: every line fully shipped ' +
+    '(shipments that were cancelled do not count).',
+}))
+
 /** The money fields of detail and summary (CONTRACT §15.1). */
 const MoneyFields = {
   paidAmount: Type.Integer({ minimum: 0, description: 'Captured, over all the order\'s payments (minor units)' }),
@@ -31,6 +38,7 @@ const MoneyFields = {
       'GOODWILL and RETURN refunds. totalAmount before confirm; 0 on a CANCELLED or DELETED order.',
   }),
   paymentStatus: Ref(OrderPaymentStatusSchema),
+  fulfillmentStatus: Ref(OrderFulfillmentStatusSchema),
 }
 
 /** A comma-separated list of `values` (spaces around each allowed), as `parseList` (http/paging.ts) reads it. */
@@ -72,7 +80,9 @@ export const OrderItem = Component('OrderItem', Type.Object({
   quantity: Type.Integer(),
   unitPrice: Money,
   lineTotal: Money,
-}, { description: 'An order line at the price it was ordered at' }))
+  fulfilledQuantity: Type.Integer({ minimum: 0, description: 'How many of the line left in fulfilments that are not CANCELLED' }),
+  returnedQuantity: Type.Integer({ minimum: 0, description: 'How many of the line came back in received returns (0 until returns exist)' }),
+}, { description: 'An order line at the price it was ordered at, and how much of it shipped' }))
 export type OrderItem = Static<typeof OrderItem>
 
 export const OrderDetail = Component('Order', Type.Object({
@@ -168,9 +178,24 @@ const PaymentStatusFilter = documentAs(Type.String({
   description: `The order's paymentStatus: one or several, comma-separated (${ORDER_PAYMENT_STATUSES.join(', ')}), e.g. \`UNPAID,PARTIALLY_PAID\``,
 })
 
+/** Checked by the service, as `status`. */
+const FulfillmentStatusFilter = documentAs(Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'One fulfilment status or several, comma-separated',
+}), {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: commaListPattern(ORDER_FULFILLMENT_STATUSES),
+  // No `examples`, as `status`.
+  description: `The order's fulfillmentStatus: one or several, comma-separated (${ORDER_FULFILLMENT_STATUSES.join(', ')}), e.g. \`UNFULFILLED,PARTIALLY_FULFILLED\``,
+})
+
 const AdminFilters = {
   status: Type.Optional(StatusFilter),
   paymentStatus: Type.Optional(PaymentStatusFilter),
+  fulfillmentStatus: Type.Optional(FulfillmentStatusFilter),
   customerId: Type.Optional(Id),
   ...SortQuery(Object.keys(ORDER_SORT)),
 }

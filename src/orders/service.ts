@@ -12,7 +12,7 @@ import {
   type OrderFilter, type OrderWithItems, type PlaceOrderResult,
 } from './repository.js'
 import {
-  ORDER_SORT, ORDER_PAYMENT_STATUSES, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderDetail,
+  ORDER_SORT, ORDER_FULFILLMENT_STATUSES, ORDER_PAYMENT_STATUSES, ORDER_STATUSES, type AdminOrderSearchQuery, type CreateOrderBody, type HistoryEntry, type OrderDetail,
   type OrderSearchQuery,
 } from './schemas.js'
 import { allowedActions } from './status.js'
@@ -152,6 +152,7 @@ export function orderFilter (query: Partial<AdminOrderSearchQuery>): OrderFilter
     customerId: query.customerId,
     statuses: parseList('status', query.status, ORDER_STATUSES),
     paymentStatuses: parseList('paymentStatus', query.paymentStatus, ORDER_PAYMENT_STATUSES),
+    fulfillmentStatuses: parseList('fulfillmentStatus', query.fulfillmentStatus, ORDER_FULFILLMENT_STATUSES),
     createdFrom,
     createdTo,
     minTotal: query.minTotal,

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Selectable } from 'kysely'
+import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
 import type { Role } from '../members/schemas.js'
 import type { OrderAction, OrderPaymentStatus, OrderStatus } from './schemas.js'
 
@@ -20,6 +21,8 @@ export interface OrdersTable {
   /** The refunds that lower what is owed (reasons GOODWILL and RETURN). */
   credited_amount: Generated<number>
   payment_status: Generated<OrderPaymentStatus>
+  /** How much has shipped (CONTRACT §15.3, §15.5); kept in the transaction of every shipment. */
+  fulfillment_status: Generated<OrderFulfillmentStatus>
   /** When the unconfirmed order's stock reservation runs out; null = never (CONTRACT §11). */
   reserved_until: ColumnType<Date | null, Date | null | undefined, Date | null>
   version: Generated<number>

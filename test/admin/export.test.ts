@@ -12,7 +12,8 @@ const EXPORT = '/api/v1/admin/orders/export'
 const SEARCH = '/api/v1/admin/orders/search'
 const COLUMNS = [
   'orderId', 'customerId', 'customerEmail', 'status', 'itemCount', 'totalAmount', 'currency', 'paymentId', 'paymentStatus',
-  'shippingAddress', 'memo', 'createdAt', 'updatedAt',
+  'shippingAddress', 'memo', 'createdAt', 'updatedAt', 'orderPaymentStatus', 'fulfillmentStatus', 'paidAmount', 'refundedAmount',
+  'balanceDue',
 ] as const
 const HEADER_LINE = `${COLUMNS.join(',')}\r\n`
 const QUERY_INVALID = 'The query has invalid parameters.'
@@ -110,6 +111,11 @@ describeEachBackend('admin: orders export', (ctx) => {
       memo: order.memo ?? '',
       createdAt: order.createdAt,
       updatedAt: order.updatedAt,
+      orderPaymentStatus: order.paymentStatus,
+      fulfillmentStatus: order.fulfillmentStatus,
+      paidAmount: String(order.paidAmount),
+      refundedAmount: String(order.refundedAmount),
+      balanceDue: String(order.balanceDue),
     }
   }
 
@@ -158,6 +164,15 @@ describeEachBackend('admin: orders export', (ctx) => {
     assert.deepEqual(rows, expected)
     assert.deepEqual(rows.map(row => [row.status, row.paymentStatus]), [
       ['PLACED', ''], ['DELETED', ''], ['CANCELLED', 'CANCELLED'], ['DELIVERED', 'COMPLETED'], ['PLACED', ''],
+    ])
+    // The order's own money and shipping, last (CONTRACT §15.7): nothing is owed on a cancelled or
+    // deleted order, and the delivered one shipped everything.
+    assert.deepEqual(rows.map(row => [row.orderPaymentStatus, row.fulfillmentStatus, row.paidAmount, row.refundedAmount, row.balanceDue]), [
+      ['UNPAID', 'UNFULFILLED', '0', '0', '5000'],
+      ['UNPAID', 'UNFULFILLED', '0', '0', '0'],
+      ['UNPAID', 'UNFULFILLED', '0', '0', '0'],
+      ['PAID', 'FULFILLED', '2000', '0', '0'],
+      ['UNPAID', 'UNFULFILLED', '0', '0', '1000'],
     ])
   })
 
@@ -219,7 +234,8 @@ describeEachBackend('admin: orders export', (ctx) => {
       const at = `2026-02-0${i + 1}T00:00:00.000Z`
       const { orderId } = await ctx.api.order(member, [{ productId: product.productId, quantity: 1 }], { memo, shippingAddress })
       await ctx.api.app.db.updateTable('orders').set({ created_at: new Date(at), updated_at: new Date(at) }).where('id', '=', orderId).execute()
-      records.push(`${orderId},${member.id},${member.email},PLACED,1,100,USD,,,${addressField},${memoField},${at},${at}\r\n`)
+      records.push(`${orderId},${member.id},${member.email},PLACED,1,100,USD,,,${addressField},${memoField},${at},${at},` +
+        'UNPAID,UNFULFILLED,0,0,100\r\n')
     }
     const res = await get(admin, EXPORT, { sort: 'createdAt,asc' })
     assert.equal(res.body, HEADER_LINE + records.join(''))
@@ -309,7 +325,7 @@ describeEachBackend('admin: orders export', (ctx) => {
         .select(['status', 'payment_id', 'updated_at']).where('id', '=', orderId).executeTakeFirstOrThrow()
       const payment = order.payment_id === null ? ',' : `${order.payment_id},PENDING`
       records.push(`${orderId},${member.id},${member.email},${order.status},1,${250 * (1 + i)},USD,${payment},` +
-        `${addressField},${memoField},${at},${order.updated_at.toISOString()}\r\n`)
+        `${addressField},${memoField},${at},${order.updated_at.toISOString()},UNPAID,UNFULFILLED,0,0,${250 * (1 + i)}\r\n`)
     }
     const res = await get(admin, EXPORT, { sort: 'createdAt,asc' })
     assert.equal(res.body, HEADER_LINE + records.join(''))

@@ -69,6 +69,7 @@ const OPERATIONS = [
   'patch /api/v1/orders/{id}',
   'get /api/v1/orders/{id}/items',
   'get /api/v1/orders/{id}/history',
+  'get /api/v1/orders/{id}/fulfillments',
   'patch /api/v1/orders/{id}/confirm',
   'patch /api/v1/orders/{id}/cancel',
   'patch /api/v1/orders/{id}/delete',

@@ -32,8 +32,8 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       customerId: member.id,
       status: 'PLACED',
       items: [
-        { productId: mugs.productId, productName: 'Mug', quantity: 3, unitPrice: 899, lineTotal: 2697 },
-        { productId: beans.productId, productName: 'Beans', quantity: 2, unitPrice: 1250, lineTotal: 2500 },
+        { productId: mugs.productId, productName: 'Mug', quantity: 3, unitPrice: 899, lineTotal: 2697, fulfilledQuantity: 0, returnedQuantity: 0 },
+        { productId: beans.productId, productName: 'Beans', quantity: 2, unitPrice: 1250, lineTotal: 2500, fulfilledQuantity: 0, returnedQuantity: 0 },
       ],
       totalAmount: 5197,
       currency: 'USD',
@@ -45,6 +45,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       refundedAmount: 0,
       balanceDue: 5197,
       paymentStatus: 'UNPAID',
+      fulfillmentStatus: 'UNFULFILLED',
       version: 1,
       allowedActions: ['confirm', 'cancel', 'delete'],
       createdAt: '',

@@ -263,7 +263,7 @@ describeEachBackend('order lifecycle', (ctx) => {
     const items = await get(`${o.url}/items`, o.owner)
     assert.equal(items.statusCode, 200)
     assert.deepEqual(items.json(), { success: true, data: (await get(o.url, o.owner)).json().data.items, error: null })
-    assert.deepEqual(items.json().data, [{ productId: o.product.productId, productName: 'Coffee beans', quantity: 2, unitPrice: 1250, lineTotal: 2500 }])
+    assert.deepEqual(items.json().data, [{ productId: o.product.productId, productName: 'Coffee beans', quantity: 2, unitPrice: 1250, lineTotal: 2500, fulfilledQuantity: 0, returnedQuantity: 0 }])
   })
 
   it('records every change in the history, oldest first, with the actor', async () => {

@@ -92,7 +92,8 @@ describeEachBackend('GET /api/v1/orders', (ctx) => {
       error: null,
     })
     assert.deepEqual(Object.keys(res.json().data.content[0]).sort(),
-      ['balanceDue', 'createdAt', 'currency', 'customerId', 'itemCount', 'orderId', 'paidAmount', 'paymentStatus', 'refundedAmount', 'status', 'totalAmount'])
+      ['balanceDue', 'createdAt', 'currency', 'customerId', 'fulfillmentStatus', 'itemCount', 'orderId', 'paidAmount',
+        'paymentStatus', 'refundedAmount', 'status', 'totalAmount'])
     assert.deepEqual(res.json().data.content.map((o: OrderSummary) => [o.itemCount, o.totalAmount]), [[2, 3399], [1, 1250], [1, 2697]])
   })
 

@@ -152,6 +152,7 @@ describeEachBackend('money on the order', (ctx) => {
       refundedAmount: 400,
       balanceDue: 0,
       paymentStatus: 'PARTIALLY_REFUNDED',
+      fulfillmentStatus: 'UNFULFILLED',
       createdAt: '',
     })
     for (const [url, who] of [

@@ -240,7 +240,7 @@ describeEachBackend('payments', (ctx) => {
         orderId: o.orderId,
         customerId: o.owner.id,
         status: 'DELIVERED',
-        items: [{ productId: o.productId, productName: 'Coffee beans', quantity: 2, unitPrice: 500, lineTotal: 1000 }],
+        items: [{ productId: o.productId, productName: 'Coffee beans', quantity: 2, unitPrice: 500, lineTotal: 1000, fulfilledQuantity: 2, returnedQuantity: 0 }],
         totalAmount: 1000,
         currency: 'USD',
         shippingAddress: null,
@@ -251,6 +251,7 @@ describeEachBackend('payments', (ctx) => {
         refundedAmount,
         balanceDue: 0,
         paymentStatus: status === 'COMPLETED' ? 'PAID' : 'PARTIALLY_REFUNDED',
+        fulfillmentStatus: 'FULFILLED',
         version: 3,
         allowedActions: ['delete'],
       })

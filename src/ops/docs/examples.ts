@@ -31,8 +31,8 @@ const beans: Product = {
 }
 
 const items: OrderItem[] = [
-  { productId: 12, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900 },
-  { productId: 15, productName: 'Filter papers, 100', quantity: 1, unitPrice: 350, lineTotal: 350 },
+  { productId: 12, productName: 'Espresso beans, 1 kg', quantity: 2, unitPrice: 2450, lineTotal: 4900, fulfilledQuantity: 0, returnedQuantity: 0 },
+  { productId: 15, productName: 'Filter papers, 100', quantity: 1, unitPrice: 350, lineTotal: 350, fulfilledQuantity: 0, returnedQuantity: 0 },
 ]
 
 const order: OrderDetail = {
@@ -50,6 +50,7 @@ const order: OrderDetail = {
   refundedAmount: 0,
   balanceDue: 5250,
   paymentStatus: 'UNPAID',
+  fulfillmentStatus: 'UNFULFILLED',
   version: 1,
   allowedActions: ['confirm', 'cancel', 'delete'],
   createdAt: PLACED_AT,
@@ -111,6 +112,7 @@ const summary: OrderSummary = {
   refundedAmount: 0,
   balanceDue: 5250,
   paymentStatus: 'UNPAID',
+  fulfillmentStatus: 'UNFULFILLED',
   createdAt: PLACED_AT,
 }
 
@@ -176,6 +178,8 @@ export function eventExample (type: EventType): Event {
     refundedAmount: refunded,
     balanceDue: ended ? 0 : order.totalAmount - (paid - refunded),
     paymentStatus: paid === 0 ? 'UNPAID' : refunded >= paid ? 'REFUNDED' : 'PAID',
+    fulfillmentStatus: state.status === 'DELIVERED' ? 'FULFILLED' : 'UNFULFILLED',
+    items: state.status === 'DELIVERED' ? items.map(item => ({ ...item, fulfilledQuantity: item.quantity })) : items,
     version: state.sequence,
     updatedAt: timestamp,
     ...(type === 'order.updated' ? { memo: 'Ring twice' } : {}),
@@ -207,6 +211,18 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   OrderSummary: summary,
   OrderItem: items[0],
   OrderHistoryEntry: history,
+  Fulfillment: {
+    fulfillmentId: 3,
+    orderId: 42,
+    status: 'DELIVERED',
+    items: [{ productId: 12, quantity: 2 }, { productId: 15, quantity: 1 }],
+    carrier: null,
+    trackingNumber: null,
+    trackingUrl: null,
+    shippedAt: '2026-11-23T14:00:00.000Z',
+    deliveredAt: '2026-11-23T14:00:00.000Z',
+    createdAt: '2026-11-23T14:00:00.000Z',
+  },
   Product: beans,
   Category: category,
   Member: member,
@@ -288,8 +304,10 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     data: { ...payment, refundedAmount: 1000, status: 'PARTIALLY_REFUNDED', updatedAt: '2026-11-23T14:00:00.000Z' },
     error: null,
   },
-  'get /api/v1/admin/orders/export 200': 'orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt\r\n' +
-    '42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z\r\n',
+  'get /api/v1/admin/orders/export 200': 'orderId,customerId,customerEmail,status,itemCount,totalAmount,currency,paymentId,paymentStatus,shippingAddress,memo,createdAt,updatedAt,' +
+    'orderPaymentStatus,fulfillmentStatus,paidAmount,refundedAmount,balanceDue\r\n' +
+    '42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z,' +
+    'PAID,UNFULFILLED,5250,0,0\r\n',
   'get /actuator/prometheus 200': '# HELP orders_placed_total Orders placed (idempotent replays not counted)\n# TYPE orders_placed_total counter\norders_placed_total 1532\n',
   'get /v3/api-docs 200': { openapi: '3.1.0', info: { title: 'Order service API', version: '0.1.0' }, paths: {} },
   'get /docs/index.html 200': '<!doctype html><html lang="en"><head><title>Order service API</title></head><body>…</body></html>',
