@@ -3,7 +3,7 @@ import { it } from 'node:test'
 import { sql } from 'kysely'
 import { expireLapsedReservations } from '../../src/orders/lifecycle.js'
 import type { OrderDetail, OrderSummary } from '../../src/orders/schemas.js'
-import { assertError, describeEachBackend, successData, summaryOf, type Api } from '../helper.js'
+import { assertError, describeEachBackend, feedSettled, successData, summaryOf, type Api } from '../helper.js'
 import { confirmedOrder, get, patch, type Confirmed } from './fixtures.js'
 
 // CONTRACT §15.1, §15.5, §15.7: the order's money (paidAmount, refundedAmount, balanceDue,
@@ -111,6 +111,7 @@ describeEachBackend('money on the order', (ctx) => {
       { amount: 100, reason: 'GOODWILL', edit_id: null, return_id: null },
       { amount: 900, reason: 'CANCEL', edit_id: null, return_id: null },
     ])
+    await feedSettled(ctx.api.app) // the feed shows nothing a transaction still open elsewhere may precede
     const feed = successData<{ content: Array<{ type: string, data: { refund?: unknown, payment: { paymentId: number } | null } }> }>(
       await get(ctx.api, `/api/v1/admin/events?orderId=${o.orderId}&type=payment.refunded`, o.admin))
     assert.deepEqual(feed.content.map(event => [event.data.refund, event.data.payment?.paymentId]), [
