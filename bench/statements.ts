@@ -113,6 +113,8 @@ function literal (value: unknown): string {
  * constant by its literal.
  */
 export function pgbenchText (statement: Statement, fill: Partial<Record<Slot, string>>): string {
+  // pgbench takes the statement as one line: a `--` comment would swallow the rest of it.
+  if (statement.text.includes('--')) throw new Error('the statement holds an SQL line comment, which pgbench cannot run on one line')
   return statement.text.replace(/\$(\d+)/g, (_, n: string) => {
     const param = statement.params[Number(n) - 1]!
     if ('value' in param) return literal(param.value)

@@ -137,7 +137,8 @@ const isoTime = (column: RawBuilder<unknown>) => sql`to_char(${column} at time z
  *    a concurrent create that committed while the lock was waited for: each such create bumps the
  *    row's `unpaid_check`, so a locked value that differs from the snapshot's marks the count stale
  *    (the caller runs the statement again; nothing is written);
- *    `locked`: the products, locked in id order (concurrent creates never deadlock). A row another
+ *    `locked`: the products, locked in id order (concurrent creates never deadlock), after the member's
+ *    row (its clause reads `member_gate`, which PostgreSQL then runs first). A row another
  *    transaction holds is waited for, and read as that transaction committed it: the checks below
  *    see the stock every earlier create left, not the statement's snapshot;
  * 3. `checked`, `verdict`: the checks in the contract's order (§10): the customer exists (an admin
@@ -234,7 +235,7 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
     locked as materialized (
       select p.id, p.name, p.price, p.stock_quantity, p.status from products p
       where p.id = any (${v.productIds}::bigint[]) and not exists (select from key_stored)
-        and (select count(*) from member_gate) >= 0 -- the member's lock first, then the products'
+        and (select count(*) from member_gate) >= 0
       order by p.id
       for update
     ),
