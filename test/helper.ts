@@ -5,11 +5,12 @@ import { after, afterEach, before, beforeEach, describe } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
-import { sql } from 'kysely'
+import { Migrator, sql, type Kysely } from 'kysely'
 import { buildApp, type BuildOptions } from '../src/app.js'
 import { loadConfig, type Config } from '../src/config.js'
 import { openDatabase, type DatabaseHandle, type OpenOptions } from '../src/db/database.js'
 import { bootstrapAdmin } from '../src/members/service.js'
+import { migrations } from '../src/migrations/index.js'
 import { undocumentedAnswer } from '../src/ops/openapi.js'
 import type { OrderDetail, OrderSummary } from '../src/orders/schemas.js'
 
@@ -372,4 +373,13 @@ export function summaryOf (order: OrderDetail, status = order.status): OrderSumm
     fulfillmentStatus: order.fulfillmentStatus,
     createdAt: order.createdAt,
   }
+}
+
+/** Migrates a fresh test database to just before `migration`, so that a test can fill it as it was then and run the rest. */
+export async function migrateToBefore (db: Kysely<any>, migration: string): Promise<void> {
+  const names = Object.keys(migrations)
+  const at = names.indexOf(migration)
+  assert.ok(at > 0, `no migration ${migration} after the first`)
+  const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(names[at - 1]!)
+  assert.equal(error, undefined)
 }

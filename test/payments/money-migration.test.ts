@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { Migrator, sql } from 'kysely'
+import { sql } from 'kysely'
 import { migrate } from '../../src/db/database.js'
-import { migrations } from '../../src/migrations/index.js'
-import { BACKENDS, createTestDatabase } from '../helper.js'
+import { BACKENDS, createTestDatabase, migrateToBefore } from '../helper.js'
 
 // The migration that stores the order's money (CONTRACT §15.1) fills it for the orders that exist:
 // every order status, every payment status, and the refunds of the time with their free-text reasons.
 
 const MIGRATION = '2026-11-27-02-order-money'
-const names = Object.keys(migrations)
-const PREVIOUS = names[names.indexOf(MIGRATION) - 1]!
 
 /** An order as it was before the migration, its payment (if any) and its refunds (free-text reasons). */
 interface Before {
@@ -42,8 +39,7 @@ describe('the order-money migration', () => {
       const database = await createTestDatabase(backend)
       try {
         const { db } = database
-        const { error } = await new Migrator({ db, provider: { getMigrations: async () => migrations } }).migrateTo(PREVIOUS)
-        assert.equal(error, undefined)
+        await migrateToBefore(db, MIGRATION)
         const { rows: [member] } = await sql<{ id: number }>`
           insert into members (email, password_hash, name) values ('old@example.com', 'x', 'Old') returning id`.execute(db)
         const orderIds: number[] = []
