@@ -1519,6 +1519,186 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "order.edited": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * order.edited: an edit changed the order's lines or address (after the event of the payment it settled with, if any; `data.edit`)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `order.edited` (or to all types) when an edit changed the order's lines or address (after the event of the payment it settled with, if any; `data.edit`). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["orderEditedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * payment.updated: an edit changed the amount of the order's open (PENDING or FAILED) payment
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.updated` (or to all types) when an edit changed the amount of the order's open (PENDING or FAILED) payment. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["paymentUpdatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "fulfillment.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * fulfillment.created: goods of the order shipped (`data.fulfillment`, with carrier and tracking when given)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `fulfillment.created` (or to all types) when goods of the order shipped (`data.fulfillment`, with carrier and tracking when given). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["fulfillmentCreatedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "fulfillment.delivered": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * fulfillment.delivered: a shipment was delivered (before `order.delivered`, when the order follows)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `fulfillment.delivered` (or to all types) when a shipment was delivered (before `order.delivered`, when the order follows). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["fulfillmentDeliveredWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "fulfillment.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * fulfillment.cancelled: a SHIPPED shipment was cancelled and its quantities are to ship again
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `fulfillment.cancelled` (or to all types) when a SHIPPED shipment was cancelled and its quantities are to ship again. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["fulfillmentCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.requested": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.requested: the owner or an admin asked to send goods back (`data.return`)
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `return.requested` (or to all types) when the owner or an admin asked to send goods back (`data.return`). The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["returnRequestedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.received": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.received: the goods of a return came back, after the `payment.refunded` of its refund
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `return.received` (or to all types) when the goods of a return came back, after the `payment.refunded` of its refund. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["returnReceivedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.rejected: an admin rejected a return
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `return.rejected` (or to all types) when an admin rejected a return. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["returnRejectedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "return.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * return.cancelled: the owner or an admin cancelled a return that was still REQUESTED
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `return.cancelled` (or to all types) when the owner or an admin cancelled a return that was still REQUESTED. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         */
+        post: operations["returnCancelledWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1531,7 +1711,7 @@ export interface components {
          * @description What went wrong, one code per cause (the error catalogue); each operation lists the codes it can answer per status
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "UNPAID_ORDER_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "LAST_SIGN_IN_METHOD" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_PAYMENT_STATUS" | "INVALID_TOKEN" | "INVALID_FULFILLMENT_STATUS" | "INVALID_RETURN_STATUS" | "RETURN_WINDOW_CLOSED" | "UNAUTHORIZED" | "EMAIL_NOT_VERIFIED" | "INVALID_CLAIMS" | "PAYMENT_DECLINED" | "ACCESS_DENIED" | "ACCOUNT_SUSPENDED" | "ORDER_NOT_FOUND" | "MEMBER_NOT_FOUND" | "PRODUCT_NOT_FOUND" | "CATEGORY_NOT_FOUND" | "PAYMENT_NOT_FOUND" | "API_KEY_NOT_FOUND" | "IDENTITY_NOT_FOUND" | "EVENT_NOT_FOUND" | "EDIT_NOT_FOUND" | "FULFILLMENT_NOT_FOUND" | "RETURN_NOT_FOUND" | "WEBHOOK_ENDPOINT_NOT_FOUND" | "WEBHOOK_DELIVERY_NOT_FOUND" | "RESOURCE_NOT_FOUND" | "API_VERSION_NOT_AVAILABLE" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "EMAIL_ALREADY_REGISTERED" | "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT" | "API_KEY_LIMIT_REACHED" | "UNPAID_ORDER_LIMIT_REACHED" | "WEBHOOK_ENDPOINT_DISABLED" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "PRECONDITION_REQUIRED" | "CURSOR_EXPIRED" | "IDEMPOTENCY_KEY_REUSED" | "TOO_MANY_REQUESTS" | "REQUEST_HEADER_FIELDS_TOO_LARGE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         Problem: {
             /** Format: uri */
             type: string;
@@ -1824,8 +2004,11 @@ export interface components {
         OrderFulfillmentStatus: "UNFULFILLED" | "PARTIALLY_FULFILLED" | "FULFILLED";
         /** @enum {unknown} */
         OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
-        /** @enum {unknown} */
-        OrderAction: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire";
+        /**
+         * @description What the step did: a status verb, update (memo or address), expire (the service), edit (the lines), a shipment's steps or a return's
+         * @enum {unknown}
+         */
+        OrderAction: "create" | "confirm" | "cancel" | "deliver" | "delete" | "update" | "expire" | "edit" | "fulfil" | "deliver_fulfillment" | "cancel_fulfillment" | "request_return" | "cancel_return" | "reject_return" | "receive_return";
         /** @description An order line at the price it was ordered at, and how much of it shipped */
         OrderItem: {
             productId: number;
@@ -1899,13 +2082,16 @@ export interface components {
              */
             createdAt: string;
         };
-        /** @description One change of an order: its status, memo or address */
+        /** @description One change of an order: its status, memo, address or lines, a shipment or a return. editId, fulfillmentId or returnId name the record the step made or changed, when it has one. */
         OrderHistoryEntry: {
             from: components["schemas"]["OrderStatus"] | null;
             to: components["schemas"]["OrderStatus"];
             action: components["schemas"]["OrderAction"];
             actorId: number | null;
             actorRole: components["schemas"]["Role"] | null;
+            editId?: number;
+            fulfillmentId?: number;
+            returnId?: number;
             /**
              * Format: date-time
              * @example 2026-11-22T09:30:00.000Z
@@ -1957,8 +2143,121 @@ export interface components {
             data: components["schemas"]["OrderHistoryEntry"][];
             error: null;
         };
+        /**
+         * @description NONE: nothing confirmed yet; PAYMENT_ADJUSTED: the open payment's amount became the new total; REFUND: money captured and the total fell, the difference refunded; PAYMENT: money captured and the total rose, a new PENDING payment for the difference
+         * @enum {unknown}
+         */
+        EditSettlementKind: "NONE" | "PAYMENT_ADJUSTED" | "REFUND" | "PAYMENT";
+        /** @description An edit of an order's lines or address, and how its difference in money was settled; editId is null in a dry-run preview */
+        OrderEdit: {
+            editId: number | null;
+            orderId: number;
+            /** @description The order's version the edit applied to */
+            fromVersion: number;
+            /** @description The order's version after it */
+            toVersion: number;
+            /** @description The lines the edit changed, in the order the request listed them */
+            changes: {
+                productId: number;
+                productName: string;
+                quantityBefore: number;
+                quantityAfter: number;
+                unitPrice: number;
+            }[];
+            shippingAddressChanged: boolean;
+            totalBefore: number;
+            totalAfter: number;
+            /** @description kind, the money moved or asked for, and the payment adjusted, refunded (the newest one touched) or opened (null for NONE) */
+            settlement: {
+                kind: components["schemas"]["EditSettlementKind"];
+                /** @description The money the edit moves or asks for (never negative); 0 for NONE */
+                amount: number;
+                paymentId: number | null;
+            };
+            actorId: number;
+            actorRole: components["schemas"]["Role"];
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        /**
+         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
+         * @enum {unknown}
+         */
+        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
+        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
+        Fulfillment: {
+            fulfillmentId: number;
+            orderId: number;
+            status: components["schemas"]["FulfillmentStatus"];
+            /** @description The lines shipped, in the order's line order */
+            items: {
+                productId: number;
+                /** @description How many of the line this shipment holds */
+                quantity: number;
+            }[];
+            carrier: string | null;
+            trackingNumber: string | null;
+            trackingUrl: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            shippedAt: string;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        FulfillmentListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Fulfillment"][];
+            error: null;
+        };
+        /**
+         * @description REQUESTED (open), then RECEIVED (goods back, refunded), REJECTED (by staff) or CANCELLED (by the owner or staff)
+         * @enum {unknown}
+         */
+        ReturnStatus: "REQUESTED" | "RECEIVED" | "REJECTED" | "CANCELLED";
+        /**
+         * @description Why the customer sends the line back
+         * @enum {unknown}
+         */
+        ReturnReason: "DAMAGED" | "WRONG_ITEM" | "NOT_AS_DESCRIBED" | "NO_LONGER_NEEDED" | "OTHER";
+        /** @description A request to send goods back, and what came of it */
+        Return: {
+            returnId: number;
+            orderId: number;
+            status: components["schemas"]["ReturnStatus"];
+            items: {
+                productId: number;
+                /** @description How many were asked to go back */
+                quantity: number;
+                reason: components["schemas"]["ReturnReason"] | null;
+                receivedQuantity: number | null;
+                restock: boolean | null;
+            }[];
+            note: string | null;
+            rejectionReason: string | null;
+            refundAmount: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            updatedAt: string;
+        };
         /** @enum {unknown} */
-        EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled";
+        EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled" | "order.edited" | "payment.updated" | "fulfillment.created" | "fulfillment.delivered" | "fulfillment.cancelled" | "return.requested" | "return.received" | "return.rejected" | "return.cancelled";
         /** @description The order as an admin reads it, without allowedActions */
         EventOrder: {
             orderId: number;
@@ -2006,6 +2305,7 @@ export interface components {
             orderId: number;
             /** @description Per order: 1, 2, 3, … without gaps, across order and payment events */
             sequence: number;
+            /** @description The order as committed; the payment the event is about (on any other event the order's most recent, null while it has none); on order.edited the edit, on fulfillment.* the fulfilment, on return.* the return */
             data: {
                 order: components["schemas"]["EventOrder"];
                 payment: components["schemas"]["Payment"] | null;
@@ -2016,6 +2316,9 @@ export interface components {
                     editId?: number;
                     returnId?: number;
                 };
+                edit?: components["schemas"]["OrderEdit"];
+                fulfillment?: components["schemas"]["Fulfillment"];
+                return?: components["schemas"]["Return"];
             };
         };
         EventEnvelope: {
@@ -2034,43 +2337,6 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             data: components["schemas"]["EventSlice"];
-            error: null;
-        };
-        /**
-         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
-         * @enum {unknown}
-         */
-        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
-        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
-        Fulfillment: {
-            fulfillmentId: number;
-            orderId: number;
-            status: components["schemas"]["FulfillmentStatus"];
-            /** @description The lines shipped, in the order's line order */
-            items: {
-                productId: number;
-                /** @description How many of the line this shipment holds */
-                quantity: number;
-            }[];
-            carrier: string | null;
-            trackingNumber: string | null;
-            trackingUrl: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            shippedAt: string;
-            deliveredAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        FulfillmentListEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["Fulfillment"][];
             error: null;
         };
         /** @enum {unknown} */
@@ -6278,22 +6544,18 @@ export interface operations {
                      *         {
                      *           "fulfillmentId": 3,
                      *           "orderId": 42,
-                     *           "status": "DELIVERED",
+                     *           "status": "SHIPPED",
                      *           "items": [
                      *             {
                      *               "productId": 12,
                      *               "quantity": 2
-                     *             },
-                     *             {
-                     *               "productId": 15,
-                     *               "quantity": 1
                      *             }
                      *           ],
-                     *           "carrier": null,
-                     *           "trackingNumber": null,
-                     *           "trackingUrl": null,
+                     *           "carrier": "UPS",
+                     *           "trackingNumber": "1Z999AA10123456784",
+                     *           "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
                      *           "shippedAt": "2026-11-23T14:00:00.000Z",
-                     *           "deliveredAt": "2026-11-23T14:00:00.000Z",
+                     *           "deliveredAt": null,
                      *           "createdAt": "2026-11-23T14:00:00.000Z"
                      *         }
                      *       ],
@@ -6581,7 +6843,7 @@ export interface operations {
                 size?: number;
                 /** @description The nextCursor of the previous slice */
                 cursor?: string;
-                /** @description One event type or several, comma-separated (order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled), e.g. `order.placed,order.cancelled` */
+                /** @description One event type or several, comma-separated (order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled, order.edited, payment.updated, fulfillment.created, fulfillment.delivered, fulfillment.cancelled, return.requested, return.received, return.rejected, return.cancelled), e.g. `order.placed,order.cancelled` */
                 type?: string;
                 orderId?: number;
             };
@@ -9410,6 +9672,1455 @@ export interface operations {
                 "application/json": components["schemas"]["Event"] & {
                     /** @constant */
                     type?: "payment.cancelled";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderEditedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `order.edited` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 802,
+                 *       "type": "order.edited",
+                 *       "timestamp": "2026-11-22T09:32:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 2,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "PLACED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": null,
+                 *           "payments": [],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
+                 *           "version": 2,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:32:00.000Z"
+                 *         },
+                 *         "payment": null,
+                 *         "edit": {
+                 *           "editId": 4,
+                 *           "orderId": 42,
+                 *           "fromVersion": 2,
+                 *           "toVersion": 3,
+                 *           "changes": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantityBefore": 2,
+                 *               "quantityAfter": 3,
+                 *               "unitPrice": 2450
+                 *             }
+                 *           ],
+                 *           "shippingAddressChanged": false,
+                 *           "totalBefore": 5250,
+                 *           "totalAfter": 7700,
+                 *           "settlement": {
+                 *             "kind": "NONE",
+                 *             "amount": 0,
+                 *             "paymentId": null
+                 *           },
+                 *           "actorId": 7,
+                 *           "actorRole": "USER",
+                 *           "createdAt": "2026-11-22T09:30:40.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "order.edited";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    paymentUpdatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `payment.updated` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 805,
+                 *       "type": "payment.updated",
+                 *       "timestamp": "2026-11-22T09:35:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 5,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "PENDING"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 0,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 5250,
+                 *           "paymentStatus": "UNPAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
+                 *           "version": 5,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "PENDING",
+                 *           "method": null,
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:35:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "payment.updated";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fulfillmentCreatedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `fulfillment.created` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 807,
+                 *       "type": "fulfillment.created",
+                 *       "timestamp": "2026-11-22T09:37:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 7,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
+                 *           "version": 7,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:37:00.000Z"
+                 *         },
+                 *         "fulfillment": {
+                 *           "fulfillmentId": 3,
+                 *           "orderId": 42,
+                 *           "status": "SHIPPED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 2
+                 *             }
+                 *           ],
+                 *           "carrier": "UPS",
+                 *           "trackingNumber": "1Z999AA10123456784",
+                 *           "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                 *           "shippedAt": "2026-11-23T14:00:00.000Z",
+                 *           "deliveredAt": null,
+                 *           "createdAt": "2026-11-23T14:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "fulfillment.created";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fulfillmentDeliveredWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `fulfillment.delivered` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 808,
+                 *       "type": "fulfillment.delivered",
+                 *       "timestamp": "2026-11-22T09:38:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 8,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
+                 *           "version": 8,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "fulfillment": {
+                 *           "fulfillmentId": 3,
+                 *           "orderId": 42,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 2
+                 *             }
+                 *           ],
+                 *           "carrier": "UPS",
+                 *           "trackingNumber": "1Z999AA10123456784",
+                 *           "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                 *           "shippedAt": "2026-11-23T14:00:00.000Z",
+                 *           "deliveredAt": "2026-11-25T11:20:00.000Z",
+                 *           "createdAt": "2026-11-23T14:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "fulfillment.delivered";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fulfillmentCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `fulfillment.cancelled` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 808,
+                 *       "type": "fulfillment.cancelled",
+                 *       "timestamp": "2026-11-22T09:38:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 8,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "CONFIRMED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 0,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "UNFULFILLED",
+                 *           "version": 8,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:38:00.000Z"
+                 *         },
+                 *         "fulfillment": {
+                 *           "fulfillmentId": 3,
+                 *           "orderId": 42,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 2
+                 *             }
+                 *           ],
+                 *           "carrier": "UPS",
+                 *           "trackingNumber": "1Z999AA10123456784",
+                 *           "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                 *           "shippedAt": "2026-11-23T14:00:00.000Z",
+                 *           "deliveredAt": null,
+                 *           "createdAt": "2026-11-23T14:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "fulfillment.cancelled";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    returnRequestedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `return.requested` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 809,
+                 *       "type": "return.requested",
+                 *       "timestamp": "2026-11-22T09:39:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 9,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
+                 *           "version": 9,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:39:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:39:00.000Z"
+                 *         },
+                 *         "return": {
+                 *           "returnId": 5,
+                 *           "orderId": 42,
+                 *           "status": "REQUESTED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 1,
+                 *               "reason": "DAMAGED",
+                 *               "receivedQuantity": null,
+                 *               "restock": null
+                 *             }
+                 *           ],
+                 *           "note": "The bag was torn open",
+                 *           "rejectionReason": null,
+                 *           "refundAmount": null,
+                 *           "createdAt": "2026-11-26T10:00:00.000Z",
+                 *           "updatedAt": "2026-11-26T10:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "return.requested";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    returnReceivedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `return.received` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 811,
+                 *       "type": "return.received",
+                 *       "timestamp": "2026-11-22T09:41:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 11,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
+                 *           "version": 11,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:41:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:41:00.000Z"
+                 *         },
+                 *         "return": {
+                 *           "returnId": 5,
+                 *           "orderId": 42,
+                 *           "status": "RECEIVED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 1,
+                 *               "reason": "DAMAGED",
+                 *               "receivedQuantity": 1,
+                 *               "restock": false
+                 *             }
+                 *           ],
+                 *           "note": "The bag was torn open",
+                 *           "rejectionReason": null,
+                 *           "refundAmount": 2450,
+                 *           "createdAt": "2026-11-26T10:00:00.000Z",
+                 *           "updatedAt": "2026-11-28T09:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "return.received";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    returnRejectedWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `return.rejected` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 810,
+                 *       "type": "return.rejected",
+                 *       "timestamp": "2026-11-22T09:40:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 10,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
+                 *           "version": 10,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:40:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:40:00.000Z"
+                 *         },
+                 *         "return": {
+                 *           "returnId": 5,
+                 *           "orderId": 42,
+                 *           "status": "REJECTED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 1,
+                 *               "reason": "DAMAGED",
+                 *               "receivedQuantity": null,
+                 *               "restock": null
+                 *             }
+                 *           ],
+                 *           "note": "The bag was torn open",
+                 *           "rejectionReason": "No damage visible on the photos",
+                 *           "refundAmount": null,
+                 *           "createdAt": "2026-11-26T10:00:00.000Z",
+                 *           "updatedAt": "2026-11-27T09:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "return.rejected";
+                };
+            };
+        };
+        responses: {
+            /** @description Gone: the delivery fails at once and the endpoint becomes DISABLED (it gets nothing more until re-enabled) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too Many Requests: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Service Unavailable: the event is sent again on the retry schedule (WEBHOOK_RETRY_SCHEDULE); a Retry-After is honoured up to the next step's length */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Acknowledged: any 2xx within WEBHOOK_TIMEOUT (default 10 s). The body is ignored (at most 4 KiB is read); a 2xx that comes late counts as a failure. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Anything else — another status, a redirect (not followed), no answer in time — is a failure: the event is sent again on the retry schedule, and the delivery is FAILED after its last step. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    returnCancelledWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The `eventId` as a decimal string: the same on every attempt of the event. Skip an id already handled (delivery is at least once).
+                 * @example 812
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Unix seconds of this attempt. Refuse a timestamp more than 5 minutes from your clock (it stops replays of recorded requests).
+                 * @example 1795512600
+                 */
+                "webhook-timestamp": string;
+                /**
+                 * @description `v1,` + base64 of HMAC-SHA256 over `{webhook-id}.{webhook-timestamp}.{body}` (the raw body), keyed with the bytes of the endpoint’s secret after `whsec_` (base64-decoded). For 24 h after a rotation there are two, space-separated: accept the request when one matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description `order-service/<version>`.
+                 * @example order-service/0.1.0
+                 */
+                "user-agent": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event, with `type` `return.cancelled` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "eventId": 810,
+                 *       "type": "return.cancelled",
+                 *       "timestamp": "2026-11-22T09:40:00.000Z",
+                 *       "orderId": 42,
+                 *       "sequence": 10,
+                 *       "data": {
+                 *         "order": {
+                 *           "orderId": 42,
+                 *           "customerId": 7,
+                 *           "status": "DELIVERED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "productName": "Espresso beans, 1 kg",
+                 *               "quantity": 2,
+                 *               "unitPrice": 2450,
+                 *               "lineTotal": 4900,
+                 *               "fulfilledQuantity": 2,
+                 *               "returnedQuantity": 0
+                 *             },
+                 *             {
+                 *               "productId": 15,
+                 *               "productName": "Filter papers, 100",
+                 *               "quantity": 1,
+                 *               "unitPrice": 350,
+                 *               "lineTotal": 350,
+                 *               "fulfilledQuantity": 1,
+                 *               "returnedQuantity": 0
+                 *             }
+                 *           ],
+                 *           "totalAmount": 5250,
+                 *           "currency": "USD",
+                 *           "shippingAddress": "1 Main St, Springfield",
+                 *           "memo": "Leave at the door",
+                 *           "paymentId": 9,
+                 *           "payments": [
+                 *             {
+                 *               "paymentId": 9,
+                 *               "amount": 5250,
+                 *               "refundedAmount": 0,
+                 *               "status": "COMPLETED"
+                 *             }
+                 *           ],
+                 *           "paidAmount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "balanceDue": 0,
+                 *           "paymentStatus": "PAID",
+                 *           "fulfillmentStatus": "FULFILLED",
+                 *           "version": 10,
+                 *           "createdAt": "2026-11-22T09:30:00.000Z",
+                 *           "updatedAt": "2026-11-22T09:40:00.000Z"
+                 *         },
+                 *         "payment": {
+                 *           "paymentId": 9,
+                 *           "orderId": 42,
+                 *           "amount": 5250,
+                 *           "refundedAmount": 0,
+                 *           "currency": "USD",
+                 *           "status": "COMPLETED",
+                 *           "method": "CARD",
+                 *           "failureReason": null,
+                 *           "createdAt": "2026-11-22T09:31:12.408Z",
+                 *           "updatedAt": "2026-11-22T09:40:00.000Z"
+                 *         },
+                 *         "return": {
+                 *           "returnId": 5,
+                 *           "orderId": 42,
+                 *           "status": "CANCELLED",
+                 *           "items": [
+                 *             {
+                 *               "productId": 12,
+                 *               "quantity": 1,
+                 *               "reason": "DAMAGED",
+                 *               "receivedQuantity": null,
+                 *               "restock": null
+                 *             }
+                 *           ],
+                 *           "note": "The bag was torn open",
+                 *           "rejectionReason": null,
+                 *           "refundAmount": null,
+                 *           "createdAt": "2026-11-26T10:00:00.000Z",
+                 *           "updatedAt": "2026-11-26T12:00:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Event"] & {
+                    /** @constant */
+                    type?: "return.cancelled";
                 };
             };
         };

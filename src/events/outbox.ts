@@ -1,6 +1,9 @@
 import { sql, type RawBuilder } from 'kysely'
 import { fulfilledOf } from '../fulfillments/repository.js'
 import type { RefundReason } from '../payments/schemas.js'
+import type { OrderEdit } from '../edits/schemas.js'
+import type { Fulfillment } from '../fulfillments/schemas.js'
+import type { Return } from '../returns/schemas.js'
 import type { EventType } from './schemas.js'
 
 /**
@@ -12,6 +15,18 @@ export interface Announcement {
   type: EventType
   paymentId?: number
   refund?: { amount: number, reason: RefundReason, editId?: number, returnId?: number }
+  /** The edit, fulfilment or return the event is about (CONTRACT §15.7), as the API shows it. */
+  edit?: OrderEdit
+  fulfillment?: Fulfillment
+  return?: Return
+}
+
+/** The announcement's edit, fulfilment or return as `{edit}`, `{fulfillment}` or `{return}` JSON, or null. */
+function subjectOf (a: Announcement): string | null {
+  if (a.edit) return JSON.stringify({ edit: a.edit })
+  if (a.fulfillment) return JSON.stringify({ fulfillment: a.fulfillment })
+  if (a.return) return JSON.stringify({ return: a.return })
+  return null
 }
 
 /** An order's items as the API shows them, read from order_items for the order row `o`. */
@@ -34,7 +49,7 @@ export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
 export function outboxWrites (announcements: readonly Announcement[], items: RawBuilder<unknown> = storedItems): RawBuilder<unknown> {
   const count = announcements.length
   const rows = sql.join(announcements.map((a, i) =>
-    sql`(${i + 1}::integer, ${a.type}::text, ${a.paymentId ?? null}::bigint, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb)`))
+    sql`(${i + 1}::integer, ${a.type}::text, ${a.paymentId ?? null}::bigint, ${a.refund ? JSON.stringify(a.refund) : null}::jsonb, ${subjectOf(a)}::jsonb)`))
   return sql`
     new_events as (
       insert into events (type, order_id, sequence, snapshot)
@@ -46,8 +61,8 @@ export function outboxWrites (announcements: readonly Announcement[], items: Raw
         'payments', (select jsonb_agg(jsonb_build_object(
           'paymentId', p.id, 'amount', p.amount, 'refundedAmount', p.refunded_amount, 'status', p.status) order by p.id)
           from payments p where p.order_id = o.id),
-        'refund', a.refund)
-      from o, (values ${rows}) as a (ord, type, payment_id, refund)
+        'refund', a.refund, 'subject', a.subject)
+      from o, (values ${rows}) as a (ord, type, payment_id, refund, subject)
       order by a.ord
       returning id, type, order_id, sequence
     ),

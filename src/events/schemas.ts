@@ -1,12 +1,17 @@
 import { Type, type Static } from 'typebox'
 import { Component, documentAs, Envelope, Id, Nullable, PathId, Ref, Slice, Timestamp } from '../http/schemas.js'
 import { commaListPattern, OrderDetail } from '../orders/schemas.js'
+import { OrderEdit } from '../edits/schemas.js'
+import { Fulfillment } from '../fulfillments/schemas.js'
 import { Payment, RefundReasonSchema } from '../payments/schemas.js'
+import { Return } from '../returns/schemas.js'
 
 /** Every event type (CONTRACT §12), in the order of its table. */
 export const EVENT_TYPES = [
   'order.placed', 'order.confirmed', 'order.cancelled', 'order.expired', 'order.delivered', 'order.deleted',
   'order.updated', 'payment.created', 'payment.succeeded', 'payment.failed', 'payment.refunded', 'payment.cancelled',
+  'order.edited', 'payment.updated', 'fulfillment.created', 'fulfillment.delivered', 'fulfillment.cancelled',
+  'return.requested', 'return.received', 'return.rejected', 'return.cancelled',
 ] as const
 export const EventTypeSchema = Component('EventType', Type.Enum([...EVENT_TYPES]))
 export type EventType = Static<typeof EventTypeSchema>
@@ -33,7 +38,10 @@ export const Event = Component('Event', Type.Object({
       editId: Type.Optional(Id),
       returnId: Type.Optional(Id),
     }, { description: 'On payment.refunded: the refund, why it happened, and the edit or return it settles' })),
-  }),
+    edit: Type.Optional(Ref(OrderEdit)),
+    fulfillment: Type.Optional(Ref(Fulfillment)),
+    return: Type.Optional(Ref(Return)),
+  }, { description: 'The order as committed; the payment the event is about (on any other event the order\'s most recent, null while it has none); on order.edited the edit, on fulfillment.* the fulfilment, on return.* the return' }),
 }, { description: 'Something that happened to an order or its payment, as committed' }))
 export type Event = Static<typeof Event>
 

@@ -47,7 +47,7 @@ function olderItem (item: Partial<OrderItem> & Omit<OrderItem, 'fulfilledQuantit
 
 /** The event object (CONTRACT §12) of a stored event: its snapshot in the API's shapes. */
 export function toEvent (row: EventRow): Event {
-  const { order, items, payment, payments, refund } = row.snapshot
+  const { order, items, payment, payments, refund, subject } = row.snapshot
   const paymentRow = payment ? withDates<PaymentRow>(payment) : null
   const orderRow = withDates<OrderRow>(order)
   const money = 'payment_status' in order ? {} : olderMoney(order, paymentRow)
@@ -67,6 +67,7 @@ export function toEvent (row: EventRow): Event {
       payment: paymentRow ? toPayment(paymentRow) : null,
       // A refund announced before refunds had reasons: a cancel's, or the admin's (as the migration reads them).
       ...(refund ? { refund: { ...refund, reason: refund.reason ?? (order.status === 'CANCELLED' || order.status === 'DELETED' ? 'CANCEL' : 'GOODWILL') } } : {}),
+      ...(subject ?? {}),
     },
   }
 }

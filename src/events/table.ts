@@ -1,5 +1,8 @@
 import type { Generated, Selectable } from 'kysely'
 import type { RefundReason } from '../payments/schemas.js'
+import type { OrderEdit } from '../edits/schemas.js'
+import type { Fulfillment } from '../fulfillments/schemas.js'
+import type { Return } from '../returns/schemas.js'
 import type { EventType } from './schemas.js'
 
 export interface EventsTable {
@@ -22,6 +25,8 @@ export interface EventSnapshot {
   /** The order's payments as the detail lists them; absent in snapshots written before CONTRACT §15.1. */
   payments?: unknown[] | null
   refund: { amount: number, reason?: RefundReason, editId?: number, returnId?: number } | null
+  /** The edit, fulfilment or return the event is about, in the API's shape; absent or null when none. */
+  subject?: { edit?: OrderEdit, fulfillment?: Fulfillment, return?: Return } | null
 }
 
 export type EventRow = Selectable<EventsTable>

@@ -71,6 +71,9 @@ export function toHistoryEntry (row: OrderHistoryRow): HistoryEntry {
     action: row.action,
     actorId: row.actor_id,
     actorRole: row.actor_role,
+    ...(row.edit_id === null ? {} : { editId: row.edit_id }),
+    ...(row.fulfillment_id === null ? {} : { fulfillmentId: row.fulfillment_id }),
+    ...(row.return_id === null ? {} : { returnId: row.return_id }),
     at: row.at.toISOString(),
   }
 }

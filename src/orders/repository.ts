@@ -348,11 +348,18 @@ export interface OrderChange {
  * entry and the change's events: one statement. `events` are announced in the order given (a
  * payment's event before its order's).
  */
+/** The record a history entry names (CONTRACT §15.2–§15.4). */
+export interface HistoryRefs {
+  editId?: number
+  fulfillmentId?: number
+  returnId?: number
+}
+
 export async function updateOrder (
   trx: Tx,
   order: OrderRow & { items: OrderItem[] },
   change: OrderChange,
-  history: { action: OrderAction, actor: { id: number, role: Role } | null },
+  history: { action: OrderAction, actor: { id: number, role: Role } | null, refs?: HistoryRefs },
   events: readonly Announcement[]
 ): Promise<OrderWithItems> {
   const { rows } = await sql<OrderRow & { payments: OrderPayment[] }>`
@@ -365,8 +372,9 @@ export async function updateOrder (
       returning orders.*
     ),
     history as (
-      insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role)
-      select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text from o
+      insert into order_history (order_id, from_status, to_status, action, actor_id, actor_role, edit_id, fulfillment_id, return_id)
+      select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text,
+        ${history.refs?.editId ?? null}::bigint, ${history.refs?.fulfillmentId ?? null}::bigint, ${history.refs?.returnId ?? null}::bigint from o
     )${events.length > 0 ? sql`, ${outboxWrites(events)}` : sql``}
     select o.*, ${paymentsJson('o')} as payments from o`.execute(trx)
   return { ...rows[0]!, items: order.items }

@@ -52,7 +52,10 @@ export const VerbSchema = Component('OrderVerb', Type.Enum(['confirm', 'cancel',
 export type Verb = Static<typeof VerbSchema>
 
 /** Every `action` a history entry can carry. */
-export const OrderActionSchema = Component('OrderAction', Type.Enum(['create', 'confirm', 'cancel', 'deliver', 'delete', 'update', 'expire']))
+export const OrderActionSchema = Component('OrderAction', Type.Enum([
+  'create', 'confirm', 'cancel', 'deliver', 'delete', 'update', 'expire', 'edit',
+  'fulfil', 'deliver_fulfillment', 'cancel_fulfillment', 'request_return', 'cancel_return', 'reject_return', 'receive_return',
+], { description: 'What the step did: a status verb, update (memo or address), expire (the service), edit (the lines), a shipment\'s steps or a return\'s' }))
 export type OrderAction = Static<typeof OrderActionSchema>
 
 const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
@@ -122,8 +125,11 @@ export const HistoryEntry = Component('OrderHistoryEntry', Type.Object({
   action: Ref(OrderActionSchema),
   actorId: Nullable(Id),
   actorRole: Nullable(Ref(RoleSchema)),
+  editId: Type.Optional(Id),
+  fulfillmentId: Type.Optional(Id),
+  returnId: Type.Optional(Id),
   at: Timestamp,
-}, { description: 'One change of an order: its status, memo or address' }))
+}, { description: 'One change of an order: its status, memo, address or lines, a shipment or a return. editId, fulfillmentId or returnId name the record the step made or changed, when it has one.' }))
 export type HistoryEntry = Static<typeof HistoryEntry>
 
 /** Checked by the service (`parseList`, with its own message); the document shows the rule as a pattern. */

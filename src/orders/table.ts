@@ -52,6 +52,10 @@ export interface OrderHistoryTable {
   /** Null when the service itself acted (an expired reservation). */
   actor_id: number | null
   actor_role: Role | null
+  /** The edit, fulfilment or return the step made or changed (CONTRACT §15.2–§15.4), else null. */
+  edit_id: ColumnType<number | null, number | null | undefined, never>
+  fulfillment_id: ColumnType<number | null, number | null | undefined, never>
+  return_id: ColumnType<number | null, number | null | undefined, never>
   at: Generated<Date>
 }
 

@@ -90,6 +90,33 @@ export async function settlePayments (trx: Tx, provider: PaymentProvider, orderI
   return events
 }
 
+/**
+ * Refunds `amount` of the order's captured money for an edit or a return (CONTRACT §15.1, §15.7),
+ * taking from the newest captured payment first and spreading over older ones when it must. Returns
+ * one `payment.refunded` per payment touched (newest first) and the id of the newest one (null when
+ * `amount` is 0). The caller holds the order's lock, has checked that `amount` is refundable, and
+ * stores the order's money with its own change; a provider that cannot refund fails it all (503).
+ */
+export async function refundAcross (
+  trx: Tx, provider: PaymentProvider, orderId: number, amount: number, cause: RefundCause, actorId: number
+): Promise<{ events: Announcement[], paymentId: number | null }> {
+  const events: Announcement[] = []
+  let paymentId: number | null = null
+  let left = amount
+  for (const payment of (await lockOrderPayments(trx, orderId)).toReversed()) {
+    if (left === 0) break
+    if (!isCaptured(payment.status)) continue
+    const part = Math.min(left, payment.amount - payment.refunded_amount)
+    if (part === 0) continue
+    await refund(trx, provider, payment, part, cause, actorId)
+    events.push({ type: 'payment.refunded', paymentId: payment.id, refund: { amount: part, ...cause } })
+    paymentId ??= payment.id
+    left -= part
+  }
+  if (left > 0) throw new Error(`refundAcross: ${left} of ${amount} is not refundable on order ${orderId}`)
+  return { events, paymentId }
+}
+
 /** The owner of the payment's order, or an admin; the payment outlives a deleted order. */
 export async function getPayment (db: Db, principal: Principal, id: string): Promise<Payment> {
   const payment = await findPayment(db, id)

@@ -204,7 +204,7 @@ describeEachBackend('the event feed', (ctx) => {
   it('refuses bad queries with 400 naming the parameter, and an old cursor with 410 CURSOR_EXPIRED', async () => {
     const admin = await ctx.api.admin()
     const cases: Array<[Record<string, string | number>, string, string, string]> = [
-      [{ type: 'order.shipped' }, 'The request has invalid parameters.', 'type', 'must be one or more of order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled, comma-separated'],
+      [{ type: 'order.shipped' }, 'The request has invalid parameters.', 'type', 'must be one or more of order.placed, order.confirmed, order.cancelled, order.expired, order.delivered, order.deleted, order.updated, payment.created, payment.succeeded, payment.failed, payment.refunded, payment.cancelled, order.edited, payment.updated, fulfillment.created, fulfillment.delivered, fulfillment.cancelled, return.requested, return.received, return.rejected, return.cancelled, comma-separated'],
       [{ page: 0 }, 'The query has invalid parameters.', 'page', 'is not a recognised query parameter'],
       [{ cursor: 'bm90LWEtY3Vyc29y' }, 'The request has invalid parameters.', 'cursor', 'is not a cursor this API issued; pass the nextCursor of the previous slice'],
       [{ size: 101 }, 'The query has invalid parameters.', 'size', 'must be at most 100'],

@@ -1,6 +1,9 @@
 import type { ApiKey, CreatedApiKey, TokenPair } from '../../auth/schemas.js'
 import type { Category, Product } from '../../catalog/schemas.js'
+import type { OrderEdit } from '../../edits/schemas.js'
 import type { Event, EventOrder, EventType } from '../../events/schemas.js'
+import type { Fulfillment } from '../../fulfillments/schemas.js'
+import type { Return } from '../../returns/schemas.js'
 import type { Member, MyAccount } from '../../members/schemas.js'
 import type { HistoryEntry, OrderDetail, OrderItem, OrderStatus, OrderSummary } from '../../orders/schemas.js'
 import type { Payment, PaymentStatus } from '../../payments/schemas.js'
@@ -142,11 +145,56 @@ const delivery: WebhookDelivery = {
   lastError: null,
 }
 
+/** Before confirm, Ada asks for a third bag: her order's total goes from 5250 to 7700. */
+const orderEdit: OrderEdit = {
+  editId: 4,
+  orderId: 42,
+  fromVersion: 2,
+  toVersion: 3,
+  changes: [{ productId: 12, productName: 'Espresso beans, 1 kg', quantityBefore: 2, quantityAfter: 3, unitPrice: 2450 }],
+  shippingAddressChanged: false,
+  totalBefore: 5250,
+  totalAfter: 7700,
+  settlement: { kind: 'NONE', amount: 0, paymentId: null },
+  actorId: 7,
+  actorRole: 'USER',
+  createdAt: '2026-11-22T09:30:40.000Z',
+}
+
+/** The beans leave first, with tracking; the filter papers follow. */
+const fulfillment: Fulfillment = {
+  fulfillmentId: 3,
+  orderId: 42,
+  status: 'SHIPPED',
+  items: [{ productId: 12, quantity: 2 }],
+  carrier: 'UPS',
+  trackingNumber: '1Z999AA10123456784',
+  trackingUrl: 'https://www.ups.com/track?tracknum=1Z999AA10123456784',
+  shippedAt: '2026-11-23T14:00:00.000Z',
+  deliveredAt: null,
+  createdAt: '2026-11-23T14:00:00.000Z',
+}
+
+/** One bag arrived damaged and goes back. */
+const orderReturn: Return = {
+  returnId: 5,
+  orderId: 42,
+  status: 'REQUESTED',
+  items: [{ productId: 12, quantity: 1, reason: 'DAMAGED', receivedQuantity: null, restock: null }],
+  note: 'The bag was torn open',
+  rejectionReason: null,
+  refundAmount: null,
+  createdAt: '2026-11-26T10:00:00.000Z',
+  updatedAt: '2026-11-26T10:00:00.000Z',
+}
+
 /**
  * What each event type leaves the order and its payment as, and the event's place in the order's
  * `sequence` (placed 1; confirmed with its payment 2–3; paid 4; then one of the endings).
  */
-const EVENT_STATES: Record<EventType, { status: OrderStatus, payment: PaymentStatus | null, sequence: number, refund?: number }> = {
+const EVENT_STATES: Record<EventType, {
+  status: OrderStatus, payment: PaymentStatus | null, sequence: number, refund?: number, subject?: Pick<Event['data'], 'edit' | 'fulfillment' | 'return'>
+}> = {
   'order.placed': { status: 'PLACED', payment: null, sequence: 1 },
   'order.updated': { status: 'PLACED', payment: null, sequence: 2 },
   'payment.created': { status: 'CONFIRMED', payment: 'PENDING', sequence: 3 },
@@ -159,12 +207,21 @@ const EVENT_STATES: Record<EventType, { status: OrderStatus, payment: PaymentSta
   'order.deleted': { status: 'DELETED', payment: 'REFUNDED', sequence: 8 },
   'payment.cancelled': { status: 'CONFIRMED', payment: 'CANCELLED', sequence: 5 },
   'order.expired': { status: 'CANCELLED', payment: null, sequence: 2 },
+  'order.edited': { status: 'PLACED', payment: null, sequence: 2, subject: { edit: orderEdit } },
+  'payment.updated': { status: 'CONFIRMED', payment: 'PENDING', sequence: 5 },
+  'fulfillment.created': { status: 'CONFIRMED', payment: 'COMPLETED', sequence: 7, subject: { fulfillment } },
+  'fulfillment.delivered': { status: 'CONFIRMED', payment: 'COMPLETED', sequence: 8, subject: { fulfillment: { ...fulfillment, status: 'DELIVERED', deliveredAt: '2026-11-25T11:20:00.000Z' } } },
+  'fulfillment.cancelled': { status: 'CONFIRMED', payment: 'COMPLETED', sequence: 8, subject: { fulfillment: { ...fulfillment, status: 'CANCELLED' } } },
+  'return.requested': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 9, subject: { return: orderReturn } },
+  'return.received': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 11, subject: { return: { ...orderReturn, status: 'RECEIVED', items: [{ ...orderReturn.items[0]!, receivedQuantity: 1, restock: false }], refundAmount: 2450, updatedAt: '2026-11-28T09:00:00.000Z' } } },
+  'return.rejected': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 10, subject: { return: { ...orderReturn, status: 'REJECTED', rejectionReason: 'No damage visible on the photos', updatedAt: '2026-11-27T09:00:00.000Z' } } },
+  'return.cancelled': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 10, subject: { return: { ...orderReturn, status: 'CANCELLED', updatedAt: '2026-11-26T12:00:00.000Z' } } },
 }
 
 /** An event of `type` about order 42, as the feed shows it and a webhook delivers it. */
 export function eventExample (type: EventType): Event {
   const state = EVENT_STATES[type]
-  const timestamp = `2026-11-22T09:3${state.sequence}:00.000Z`
+  const timestamp = `2026-11-22T09:${30 + state.sequence}:00.000Z`
   const { allowedActions: _allowedActions, ...fields } = order
   const paid = state.payment === 'COMPLETED' || state.payment === 'REFUNDED' ? payment.amount : 0
   const refunded = state.payment === 'REFUNDED' ? payment.amount : 0
@@ -201,7 +258,12 @@ export function eventExample (type: EventType): Event {
     timestamp,
     orderId: order.orderId,
     sequence: state.sequence,
-    data: { order: eventOrder, payment: eventPayment, ...(state.refund === undefined ? {} : { refund: { amount: state.refund, reason: 'CANCEL' } }) },
+    data: {
+      order: eventOrder,
+      payment: eventPayment,
+      ...(state.refund === undefined ? {} : { refund: { amount: state.refund, reason: 'CANCEL' } }),
+      ...state.subject,
+    },
   }
 }
 
@@ -211,18 +273,9 @@ export const COMPONENT_EXAMPLES: Record<string, unknown> = {
   OrderSummary: summary,
   OrderItem: items[0],
   OrderHistoryEntry: history,
-  Fulfillment: {
-    fulfillmentId: 3,
-    orderId: 42,
-    status: 'DELIVERED',
-    items: [{ productId: 12, quantity: 2 }, { productId: 15, quantity: 1 }],
-    carrier: null,
-    trackingNumber: null,
-    trackingUrl: null,
-    shippedAt: '2026-11-23T14:00:00.000Z',
-    deliveredAt: '2026-11-23T14:00:00.000Z',
-    createdAt: '2026-11-23T14:00:00.000Z',
-  },
+  Fulfillment: fulfillment,
+  OrderEdit: orderEdit,
+  Return: orderReturn,
   Product: beans,
   Category: category,
   Member: member,

@@ -21,6 +21,15 @@ const WHEN: Record<EventType, string> = {
   'payment.failed': 'processing was declined',
   'payment.refunded': 'a refund, partial or full (`data.refund.amount`)',
   'payment.cancelled': 'the order was cancelled or deleted while the payment was PENDING or FAILED',
+  'order.edited': 'an edit changed the order\'s lines or address (after the event of the payment it settled with, if any; `data.edit`)',
+  'payment.updated': 'an edit changed the amount of the order\'s open (PENDING or FAILED) payment',
+  'fulfillment.created': 'goods of the order shipped (`data.fulfillment`, with carrier and tracking when given)',
+  'fulfillment.delivered': 'a shipment was delivered (before `order.delivered`, when the order follows)',
+  'fulfillment.cancelled': 'a SHIPPED shipment was cancelled and its quantities are to ship again',
+  'return.requested': 'the owner or an admin asked to send goods back (`data.return`)',
+  'return.received': 'the goods of a return came back, after the `payment.refunded` of its refund',
+  'return.rejected': 'an admin rejected a return',
+  'return.cancelled': 'the owner or an admin cancelled a return that was still REQUESTED',
 }
 
 const header = (name: string, pattern: string, description: string, example: string) =>
