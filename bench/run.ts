@@ -14,6 +14,7 @@
  *   npm run bench -- --profile      # instead of the table: profile get, list, search and create
  *   npm run bench -- --profile=list,create   # … only these (get, list, deep, search, create, mix)
  *   npm run bench -- --measure=list  # the same runs without the profiler: CPU per request only
+ *   npm run bench -- --measure=admin,admin-paid   # … e.g. the admin list, unfiltered and filtered
  *
  * SERVICE_ROOT=<dir> runs the service built in another checkout (see SERVICE_ROOT below).
  * The seeded database is kept between runs and reused when its seed matches (`order_bench`, or
@@ -35,13 +36,26 @@ import pg from 'pg'
 import { hashPassword } from '../src/members/passwords.js'
 import { openLoop } from './open-loop.js'
 import { FLOOR_APP, PGBENCH_APP, createScript, oneStatementCreateScript, getByIdScript, runPgbench, startReferenceServer } from './ceilings.js'
-import { cpuOf } from './proc.js'
-import { MEMBER_ID_BASE, SEED_PASSWORD, STATUSES, memberEmail, productOf, seed } from './seed.js'
-import { createOf20261124, createStatementNow, listStatements, orderByIdStatement } from './statements.js'
+import { cpuOf, exitedChildrenOf } from './proc.js'
+import { MEMBER_ID_BASE, SEED_PASSWORD, SEED_VERSION, STATUSES, memberEmail, productOf, seed, seededMoney } from './seed.js'
+import { adminListStatements, createOf20261124, createStatementNow, listStatements, orderByIdStatement, type BoundStatement } from './statements.js'
 
 const quick = process.argv.includes('--quick')
 const fresh = process.argv.includes('--fresh')
-const PROFILE_SCENARIOS = ['get', 'list', 'deep', 'search', 'create', 'mix'] as const
+/**
+ * The admin list (issue 31, CONTRACT §15.5): its first page of 20 in the default order (newest
+ * first, with the count), unfiltered and filtered by the stored payment and fulfilment statuses.
+ * PARTIALLY_REFUNDED is a rare value (2% of the seed), where a plan that walks the newest orders and
+ * filters them would read the most rows; PAID and UNFULFILLED are common (45%, 70%), where counting
+ * costs the most. `index`: the index the filtered statement must use.
+ */
+const ADMIN_LISTS = [
+  { key: 'admin', scenario: 'GET /admin/orders (first page of 20)', search: '', query: {} },
+  { key: 'admin-paid', scenario: 'GET /admin/orders?paymentStatus=PAID', search: '?paymentStatus=PAID', query: { paymentStatus: 'PAID' }, index: 'orders_payment_status_created_idx' },
+  { key: 'admin-refunded', scenario: 'GET /admin/orders?paymentStatus=PARTIALLY_REFUNDED', search: '?paymentStatus=PARTIALLY_REFUNDED', query: { paymentStatus: 'PARTIALLY_REFUNDED' }, index: 'orders_payment_status_created_idx' },
+  { key: 'admin-unfulfilled', scenario: 'GET /admin/orders?fulfillmentStatus=UNFULFILLED', search: '?fulfillmentStatus=UNFULFILLED', query: { fulfillmentStatus: 'UNFULFILLED' }, index: 'orders_fulfillment_status_created_idx' },
+] as const
+const PROFILE_SCENARIOS = ['get', 'list', 'deep', 'search', 'create', 'mix', ...ADMIN_LISTS.map(list => list.key)] as const
 type ProfileScenario = typeof PROFILE_SCENARIOS[number]
 /**
  * `--profile[=a,b]`: profile these scenarios (default get, list, search, create) instead of the
@@ -181,6 +195,7 @@ function generatorCpu (): () => number {
 }
 
 let monitor: pg.Client | undefined // one connection of the bench's own, to find backends by application_name
+let postmaster: number | undefined // PostgreSQL's postmaster: the parent of the monitor's backend
 
 /**
  * The CPU time of the PostgreSQL backends serving the connections named `app` (application_name),
@@ -189,12 +204,14 @@ let monitor: pg.Client | undefined // one connection of the bench's own, to find
  * start, one that exits counts up to its last reading (at most 50 ms lost). PostgreSQL's shared
  * processes (WAL writer, checkpointer, autovacuum) are not counted; nor is this monitor's own backend.
  */
-async function backendCpu (app: string): Promise<() => Promise<{ us: number, backends: number }>> {
+async function backendCpu (app: string, clientsOnly = false): Promise<() => Promise<{ us: number, backends: number }>> {
   const since = Date.now()
   const seen = new Map<number, { from: number, last: number }>()
   const discover = async (first: boolean) => {
     const { rows } = await monitor!.query<{ pid: number, started: Date }>(
-      'select pid, backend_start as started from pg_stat_activity where application_name = $1', [app])
+      // Parallel workers carry their leader's application_name; with clientsOnly they are left to
+      // the reading of exited processes (startMeters), which sees every one of them whole.
+      `select pid, backend_start as started from pg_stat_activity where application_name = $1${clientsOnly ? ' and backend_type = \'client backend\'' : ''}`, [app])
     for (const { pid, started } of rows) {
       if (seen.has(pid)) continue
       const now = cpuOf(pid)
@@ -226,23 +243,36 @@ async function backendCpu (app: string): Promise<() => Promise<{ us: number, bac
 }
 
 /** What to read during a scenario: the server process's CPU (and RSS if it is the service's), and the backends of `app`. */
-interface Meters { pid: number, app?: string, service?: boolean }
-/** CPU µs per request, each measured over the scenario's measured window. */
-interface Cpu { server: number, pg?: number, generator: number, backends?: number }
+interface Meters { pid: number, app?: string, service?: boolean, parallel?: boolean }
+/**
+ * CPU µs per request, each measured over the scenario's measured window. With `parallel`, `pg`
+ * includes `workers`: the CPU of PostgreSQL processes that exited in the window (the postmaster's
+ * waited-for children), which during a scenario of read-only statements that PostgreSQL runs in
+ * parallel are those statements' parallel workers (autovacuum is off on this server, and the
+ * service's own backends stay).
+ */
+interface Cpu { server: number, pg?: number, generator: number, backends?: number, workers?: number }
 
 async function startMeters (meters: Meters | undefined): Promise<(requests: number) => Promise<{ cpu?: Cpu, rss?: number }>> {
   if (!meters) return async () => ({})
   const server = processCpu(meters.pid)
   const generator = generatorCpu()
   const rss = meters.service ? sampleRss(meters.pid) : undefined
-  const backends = meters.app ? await backendCpu(meters.app) : undefined
+  const backends = meters.app ? await backendCpu(meters.app, meters.parallel) : undefined
+  const exitedFrom = meters.parallel && postmaster ? exitedChildrenOf(postmaster)?.us : undefined
   return async requests => {
     const serverUs = server()
     const generatorUs = generator()
     const pgUs = await backends?.()
+    const workersUs = exitedFrom === undefined ? undefined : (exitedChildrenOf(postmaster!)?.us ?? exitedFrom) - exitedFrom
     const per = (us: number) => us / Math.max(1, requests)
     return {
-      cpu: { server: per(serverUs), generator: per(generatorUs), ...(pgUs ? { pg: per(pgUs.us), backends: pgUs.backends } : {}) },
+      cpu: {
+        server: per(serverUs),
+        generator: per(generatorUs),
+        ...(pgUs ? { pg: per(pgUs.us + (workersUs ?? 0)), backends: pgUs.backends } : {}),
+        ...(workersUs !== undefined ? { workers: per(workersUs) } : {}),
+      },
       ...(rss ? { rss: rss() } : {}),
     }
   }
@@ -324,7 +354,7 @@ async function load (name: string, url: string, requests: Requests | undefined, 
   if (opts.record !== false) rows.push(row)
   log(`  ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, p99.9 ${row.p999} ms, errors ${row.errors}` +
     ` (non2xx ${result.non2xx}, socket ${result.errors}, timeouts ${result.timeouts})${rss ? `, peak RSS ${(rss / MB).toFixed(0)} MB` : ''}` +
-    (row.cpu ? `; CPU per request: server ${row.cpu.server.toFixed(0)} µs${row.cpu.pg !== undefined ? `, PostgreSQL ${row.cpu.pg.toFixed(0)} µs (${row.cpu.backends} backends)` : ''}, generator ${row.cpu.generator.toFixed(0)} µs` : ''))
+    (row.cpu ? `; CPU per request: server ${row.cpu.server.toFixed(0)} µs${row.cpu.pg !== undefined ? `, PostgreSQL ${row.cpu.pg.toFixed(0)} µs (${row.cpu.backends} backends${row.cpu.workers !== undefined ? `; ${row.cpu.workers.toFixed(0)} µs of it in exited processes: parallel workers` : ''})` : ''}, generator ${row.cpu.generator.toFixed(0)} µs` : ''))
   return row
 }
 
@@ -426,11 +456,12 @@ async function migrateEmpty (name: string): Promise<number> {
 async function seededDatabase (): Promise<{ url: string, emptyStartupMs: number, seedNote: string }> {
   const url = databaseUrl(BENCH_DB)
   const exists = (await query(SERVER_URL, 'select 1 from pg_database where datname = $1', [BENCH_DB])).rowCount === 1
-  let stored: { members: number, products: number, orders: number, seconds: number, at: Date } | undefined
+  let stored: { members: number, products: number, orders: number, seed: number, seconds: number, at: Date } | undefined
   if (exists && !fresh) {
-    stored = (await query(url, 'select members, products, orders, seconds, seeded_at as at from bench_seed').catch(() => ({ rows: [] }))).rows[0]
+    // A bench_seed without `seed` (before SEED_VERSION 2) fails this query: the database is seeded again.
+    stored = (await query(url, 'select members, products, orders, seed, seconds, seeded_at as at from bench_seed').catch(() => ({ rows: [] }))).rows[0]
   }
-  if (stored && stored.members === SIZES.members && stored.products === SIZES.products && stored.orders === SIZES.orders) {
+  if (stored && stored.members === SIZES.members && stored.products === SIZES.products && stored.orders === SIZES.orders && stored.seed === SEED_VERSION) {
     // The start-up on an empty database, measured on a scratch one.
     const scratch = `order_bench_empty_${randomBytes(4).toString('hex')}`
     dropScratch = async () => { await query(SERVER_URL, `drop database if exists ${scratch} with (force)`) }
@@ -442,7 +473,8 @@ async function seededDatabase (): Promise<{ url: string, emptyStartupMs: number,
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     try {
-      // The seed's order g has status STATUSES[floor(g / members) % 4], version 1 and one history entry.
+      // The seed's order g has status STATUSES[floor(g / members) % 4], version 1, one history entry
+      // and the money and fulfilment columns of seededMoney.
       const n = SIZES.orders
       const statuses = `array[${STATUSES.map(status => `'${status}'`).join(', ')}]`
       for (const statement of [
@@ -453,7 +485,10 @@ async function seededDatabase (): Promise<{ url: string, emptyStartupMs: number,
         `delete from payments where order_id > ${n}`,
         `delete from orders where id > ${n}`,
         `update orders set status = (${statuses})[1 + (id / ${SIZES.members}) % 4], version = 1, event_sequence = 0,
-           reserved_until = null, payment_id = null, updated_at = created_at where version <> 1 or event_sequence <> 0`,
+           reserved_until = null, payment_id = null, updated_at = created_at,
+           (paid_amount, refunded_amount, credited_amount, payment_status, fulfillment_status) =
+             (select ${seededMoney('id', 'total_amount', SIZES.members).join(', ')})
+           where version <> 1 or event_sequence <> 0`,
         'vacuum analyze',
         'checkpoint',
       ]) await client.query(statement)
@@ -474,8 +509,8 @@ async function seededDatabase (): Promise<{ url: string, emptyStartupMs: number,
   try {
     await seed(client, SIZES, passwordHash, log)
     const seconds = (performance.now() - seeding) / 1000
-    await client.query('create table bench_seed (members integer, products integer, orders integer, seconds real, seeded_at timestamptz default now())')
-    await client.query('insert into bench_seed (members, products, orders, seconds) values ($1, $2, $3, $4)', [SIZES.members, SIZES.products, SIZES.orders, seconds])
+    await client.query('create table bench_seed (members integer, products integer, orders integer, seed integer, seconds real, seeded_at timestamptz default now())')
+    await client.query('insert into bench_seed (members, products, orders, seed, seconds) values ($1, $2, $3, $4, $5)', [SIZES.members, SIZES.products, SIZES.orders, SEED_VERSION, seconds])
     dropScratch = undefined // seeded: kept for the next run
     log(`seeded in ${seconds.toFixed(1)} s`)
     return { url, emptyStartupMs, seedNote: `seeded in ${seconds.toFixed(0)} s` }
@@ -492,6 +527,59 @@ let machine = ''
 function summariseProfile (file: string, requests: number, seconds: number, tail: number): string {
   return execFileSync(process.execPath, [fileURLToPath(new URL('./profile-top.mjs', import.meta.url)), file, '25',
     `--requests=${requests}`, `--window=${(seconds + tail).toFixed(2)},${tail.toFixed(2)}`], { encoding: 'utf8' })
+}
+
+/** The scan nodes of an EXPLAIN (FORMAT JSON) plan: node type, index and relation. */
+function scansOf (plan: any): string[] {
+  const scans: string[] = []
+  const walk = (node: any) => {
+    if (/Scan/.test(node['Node Type'])) scans.push(`${node['Node Type']}${node['Index Name'] ? ` using ${node['Index Name']}` : ''}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}`)
+    for (const child of node.Plans ?? []) walk(child)
+  }
+  walk(plan[0].Plan)
+  return scans
+}
+
+interface AdminPlan { custom: string[], generic: string[], customMs: number, genericMs: number, customText: string, genericText?: string }
+
+/**
+ * EXPLAIN ANALYZE of the admin list's statements as the service sends them (adminListStatements),
+ * once as PostgreSQL plans them for their values (custom) and once as the generic plan a prepared
+ * statement may switch to after five runs (the service prepares its statements, src/db/prepared.ts).
+ * Scan nodes and times from FORMAT JSON; the text of each plan for the output (the generic plan's
+ * only where its scans differ).
+ */
+async function explainAdminLists (url: string): Promise<Map<string, AdminPlan>> {
+  const statements = await adminListStatements(ADMIN_LISTS.map(list => ({ label: list.key, query: list.query })))
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  const plans = new Map<string, AdminPlan>()
+  try {
+    const literalOf = (value: unknown): string => typeof value === 'string' ? client.escapeLiteral(value) : String(value)
+    const explain = async (statement: BoundStatement, options: string): Promise<unknown> => {
+      await client.query(`prepare bench_admin as ${statement.text}`)
+      try {
+        const args = statement.values.length ? `(${statement.values.map(literalOf).join(', ')})` : ''
+        return (await client.query(`explain (${options}) execute bench_admin${args}`)).rows
+      } finally { await client.query('deallocate bench_admin') }
+    }
+    for (const statement of statements) {
+      const plan = {} as AdminPlan
+      for (const mode of ['custom', 'generic'] as const) {
+        await client.query(`set plan_cache_mode = ${mode === 'custom' ? 'force_custom_plan' : 'force_generic_plan'}`)
+        const json = (await explain(statement, 'analyze, format json') as Array<{ 'QUERY PLAN': any }>)[0]!['QUERY PLAN']
+        const text = (await explain(statement, 'analyze, buffers, format text') as Array<{ 'QUERY PLAN': string }>).map(row => row['QUERY PLAN']).join('\n')
+        plan[mode] = scansOf(json)
+        plan[`${mode}Ms`] = json[0]['Execution Time'] as number
+        if (mode === 'custom') plan.customText = text
+        else if (plan.generic.join() !== plan.custom.join()) plan.genericText = text
+      }
+      await client.query('reset plan_cache_mode')
+      plans.set(statement.label, plan)
+      log(`  EXPLAIN admin list ${statement.label}: ${plan.custom.join('; ')} in ${plan.customMs.toFixed(1)} ms; generic ${plan.generic.join('; ')} in ${plan.genericMs.toFixed(1)} ms`)
+    }
+  } finally { await client.end() }
+  return plans
 }
 
 async function main () {
@@ -516,6 +604,7 @@ async function main () {
   const { url: DATABASE_URL, emptyStartupMs, seedNote } = await seededDatabase()
   monitor = new pg.Client({ connectionString: DATABASE_URL, application_name: 'order-bench-monitor' })
   await monitor.connect()
+  postmaster = exitedChildrenOf(Number((await monitor.query('select pg_backend_pid() as pid')).rows[0]!.pid))?.parent
   // The by-id read as the service compiles it now; the create as it was on 2026-11-24 (issue 22's
   // baseline: six separate statements), whatever the service's create has become since.
   const orderById = await orderByIdStatement()
@@ -622,6 +711,8 @@ async function main () {
     return r < 0.8 ? (r < 0.6 ? getById(req) : listFirst(req)) : r < 0.95 ? create(req) : cancel(req)
   }
   const getRequests = prebuilt(getById)
+  // The admin list's first page, as the back office asks for it: one admin, one query string.
+  const adminList = (search: string): autocannon.Request[] => [{ method: 'GET', path: `/api/v1/admin/orders${search}`, headers: auth(adminToken) }]
 
   if (profiled) {
     // Each scenario against its own service process under --cpu-prof; the profile is written at exit.
@@ -633,6 +724,7 @@ async function main () {
       search: ['GET /admin/orders/search (status + 1 h window)', prebuilt(adminSearch)],
       create: ['POST /orders (3 items, Idempotency-Key)', create],
       mix: ['mix 80% reads / 15% creates / 5% cancels', mix],
+      ...Object.fromEntries(ADMIN_LISTS.map(list => [list.key, [list.scenario, adminList(list.search)]])) as Record<typeof ADMIN_LISTS[number]['key'], [string, Requests]>,
     }
     for (const name of profiled) {
       const [label, requests] = scenarios[name]
@@ -640,13 +732,13 @@ async function main () {
       const file = `${name}-${stamp}.cpuprofile`
       service = await startService({ DATABASE_URL }, profiling ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`, `--cpu-prof-name=${file}`] : [])
       pid = service.child.pid!
-      const row = await load(`${label}${profiling ? ' (under --cpu-prof)' : ''}`, service.base, requests, { meters: { pid, app: SERVICE_APP, service: true } })
+      const row = await load(`${label}${profiling ? ' (under --cpu-prof)' : ''}`, service.base, requests, { meters: { pid, app: SERVICE_APP, service: true, parallel: name.startsWith('admin') } })
       const ended = performance.now()
       await stop(service.child)
       const tail = (performance.now() - ended) / 1000
       if (!profiling) {
         console.log(`${label}: ${row.rps.toFixed(0)} req/s, p99 ${row.p99} ms; CPU per request: service ${row.cpu?.server.toFixed(0)} µs, ` +
-          `PostgreSQL ${row.cpu?.pg?.toFixed(0)} µs, generator ${row.cpu?.generator.toFixed(0)} µs; peak RSS ${row.rssMb?.toFixed(0)} MB`)
+          `PostgreSQL ${row.cpu?.pg?.toFixed(0)} µs${row.cpu?.workers !== undefined ? ` (${row.cpu.workers.toFixed(0)} µs of it parallel workers)` : ''}, generator ${row.cpu?.generator.toFixed(0)} µs; peak RSS ${row.rssMb?.toFixed(0)} MB`)
         continue
       }
       const requestsMeasured = Math.round(row.rps * SECONDS)
@@ -799,6 +891,23 @@ async function main () {
   searchRow.bareUs = bareUs
   searchRow.note = `service CPU ${(searchRow.cpu!.server / getRow.cpu!.server).toFixed(2)} × GET /orders/{id}'s`
 
+  // The admin list, unfiltered and filtered (issue 31): each filtered page's CPU, the service's and
+  // its PostgreSQL backends', against the unfiltered page's in this run.
+  const adminRows = new Map<string, Row>()
+  for (const list of ADMIN_LISTS) {
+    const row = await load(list.scenario, base, adminList(list.search), { meters: { ...serviceMeters(), parallel: true } })
+    row.ceiling = 'bare node:http'
+    row.ratio = row.rps / bareRow.rps
+    row.bareUs = bareUs
+    adminRows.set(list.key, row)
+  }
+  const adminFirst = adminRows.get('admin')!
+  adminFirst.note = `service CPU ${(adminFirst.cpu!.server / getRow.cpu!.server).toFixed(2)} × GET /orders/{id}'s`
+  for (const [key, row] of adminRows) {
+    if (key !== 'admin') row.note = `× the unfiltered admin page: service CPU ${(row.cpu!.server / adminFirst.cpu!.server).toFixed(2)}, PostgreSQL CPU ${(row.cpu!.pg! / adminFirst.cpu!.pg!).toFixed(2)}`
+    row.note = `${row.note ? `${row.note}; ` : ''}PostgreSQL CPU includes ${row.cpu!.workers!.toFixed(0)} µs of parallel workers`
+  }
+
   // Export: every order as CSV over one socket, three times (the median run counts). Memory is
   // "constant" when the service's RSS grows by less than EXPORT_GROWTH_MB over what it was before.
   const EXPORT_GROWTH_MB = 50
@@ -859,15 +968,6 @@ async function main () {
   const explainer = new pg.Client({ connectionString: DATABASE_URL })
   await explainer.connect()
   try {
-    const scansOf = (plan: any): string[] => {
-      const scans: string[] = []
-      const walk = (node: any) => {
-        if (/Scan/.test(node['Node Type'])) scans.push(`${node['Node Type']}${node['Index Name'] ? ` using ${node['Index Name']}` : ''}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}`)
-        for (const child of node.Plans ?? []) walk(child)
-      }
-      walk(plan[0].Plan)
-      return scans
-    }
     for (const [i, statement] of listed.entries()) {
       const custom = scansOf((await explainer.query(`explain (format json) ${statement.text}`, statement.values as unknown[])).rows[0]['QUERY PLAN'])
       await explainer.query(`prepare bench_${i} as ${statement.text}`)
@@ -886,6 +986,8 @@ async function main () {
     }
   } finally { await explainer.end() }
 
+  const adminPlans = await explainAdminLists(DATABASE_URL)
+
   await stop(service.child)
 
   // 5. Startup on PGlite (in memory).
@@ -903,6 +1005,29 @@ async function main () {
   const createCpu = createRow.cpu!.server
   const createPg = createRow.cpu!.pg ?? NaN
   const seqScan = allScans.some(scan => scan.startsWith('Seq Scan') && scan.endsWith(' on orders'))
+  const adminTarget = (column: 'paymentStatus' | 'fulfillmentStatus'): Target => {
+    const lists = ADMIN_LISTS.filter(list => column in list.query)
+    const failing: string[] = []
+    for (const list of lists) {
+      const plan = adminPlans.get(list.key)!
+      for (const [kind, scans] of [['custom', plan.custom], ['generic', plan.generic]] as const) {
+        const seq = scans.some(scan => scan.startsWith('Seq Scan') && scan.endsWith(' on orders'))
+        const indexed = scans.some(scan => scan.includes(` using ${(list as { index: string }).index} `))
+        if (seq || !indexed) failing.push(`${list.search} (${kind} plan): ${scans.join('; ')}`)
+      }
+    }
+    return {
+      name: `admin list filtered by ${column}: index scan at ${SIZES.orders} orders (EXPLAIN)`,
+      pass: failing.length === 0,
+      detail: failing.length === 0
+        ? `${lists.map(list => `${list.search}: ${(list as { index: string }).index}, ${adminPlans.get(list.key)!.customMs.toFixed(1)} ms (generic plan ${adminPlans.get(list.key)!.genericMs.toFixed(1)} ms)`).join('; ')}; no Seq Scan on orders, custom or generic plan`
+        : failing.join(' | '),
+    }
+  }
+  const adminRatios = ADMIN_LISTS.filter(list => list.key !== 'admin').map(list => {
+    const row = adminRows.get(list.key)!
+    return { list, service: row.cpu!.server / adminFirst.cpu!.server, pg: row.cpu!.pg! / adminFirst.cpu!.pg! }
+  })
   targets.push(
     { name: 'GET /orders/{id}: service CPU per request ≤ 2.5 × the bare server\'s', pass: getCpu <= 2.5 * bareUs, detail: `${(getCpu / bareUs).toFixed(2)} × (${us(getCpu)} / ${us(bareUs)}); PostgreSQL ${us(getRow.cpu!.pg)} more per request; the floor server ${(floorGetRow.cpu!.server / bareUs).toFixed(2)} ×` },
     { name: 'GET /orders (first page of 20): service CPU per request ≤ 2 × GET /orders/{id}\'s', pass: listCpu <= 2 * getCpu, detail: `${(listCpu / getCpu).toFixed(2)} × (${us(listCpu)} / ${us(getCpu)}); the admin search ${(searchRow.cpu!.server / getCpu).toFixed(2)} ×` },
@@ -913,6 +1038,14 @@ async function main () {
     { name: 'zero errors', pass: errorRows.length === 0, detail: errorRows.length === 0 ? 'none' : errorRows.map(row => `${row.scenario}: ${row.errors}`).join('; ') },
     { name: 'service RSS < 150 MB', pass: peakRss < 150, detail: `peak ${peakRss.toFixed(0)} MB (${measured.filter(row => row.rssMb! >= 150).map(row => row.scenario.replace(/ \(.*$/, '')).join(', ') || 'every scenario under'})` },
     { name: `list queries are index scans at ${SIZES.orders} orders (EXPLAIN)`, pass: allScans.length > 0 && !seqScan, detail: seqScan ? 'a Seq Scan on orders appears' : 'no Seq Scan on orders, custom or generic plan' },
+    adminTarget('paymentStatus'),
+    adminTarget('fulfillmentStatus'),
+    {
+      name: 'filtered admin page CPU ≤ 2 × the unfiltered page\'s (service and PostgreSQL, each per request)',
+      pass: adminRatios.every(ratio => ratio.service <= 2 && ratio.pg <= 2),
+      detail: `unfiltered: service ${us(adminFirst.cpu!.server)}, PostgreSQL ${us(adminFirst.cpu!.pg)}; ` +
+        adminRatios.map(({ list, service, pg }) => `${list.search}: service ${service.toFixed(2)} ×, PostgreSQL ${pg.toFixed(2)} ×`).join('; '),
+    },
     { name: `CSV export of ${exportRows} rows ≥ 250,000 rows/s in constant memory`, pass: exportRate >= 250_000 && exportErrors === 0 && exportGrowth < EXPORT_GROWTH_MB, detail: `${exportRate.toFixed(0)} rows/s (median of ${REPEATS}), ${exportRows}/${expectedRows} rows; RSS grew by at most ${exportGrowth.toFixed(0)} MB (limit ${EXPORT_GROWTH_MB})` }
   )
 
@@ -943,7 +1076,18 @@ async function main () {
   out.push(`| PGlite (DATA_DIR=memory) | ${pglite.startupMs.toFixed(0)} |`)
   out.push('', '| target | result | measured |', '|---|---|---|')
   for (const target of targets) out.push(`| ${target.name} | ${target.pass ? 'PASS' : 'FAIL'} | ${target.detail} |`)
-  out.push('', 'Scan nodes (EXPLAIN of the statements the service sends):', ...plans, '')
+  out.push('', 'Scan nodes (EXPLAIN of the statements the service sends):', ...plans)
+  for (const list of ADMIN_LISTS) {
+    const plan = adminPlans.get(list.key)!
+    out.push(`- admin list${list.search ? ` ${list.search}` : ', unfiltered'}: ${plan.custom.join('; ')}` +
+      (plan.generic.join('; ') === plan.custom.join('; ') ? ' (the same as a generic plan)' : `; as a generic plan: ${plan.generic.join('; ')}`))
+  }
+  out.push('')
+  for (const list of ADMIN_LISTS) {
+    const plan = adminPlans.get(list.key)!
+    out.push(`EXPLAIN (ANALYZE, BUFFERS) of the admin list${list.search ? ` ${list.search}` : ', unfiltered'}, custom plan:`, '', '```', plan.customText, '```', '')
+    if (plan.genericText !== undefined) out.push('… and as a generic plan (plan_cache_mode = force_generic_plan):', '', '```', plan.genericText, '```', '')
+  }
   console.log(out.join('\n'))
 }
 

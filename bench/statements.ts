@@ -17,6 +17,8 @@ import {
 } from 'kysely'
 import type { Database } from '../src/db/schema.js'
 import { findOrder, listOrders, pageOrders, placeOrderInOneStatement } from '../src/orders/repository.js'
+import type { AdminOrderSearchQuery } from '../src/orders/schemas.js'
+import { pageAllOrders } from '../src/orders/service.js'
 
 /** What varies between two creates or two reads; each slot is a parameter of some statement. */
 export type Slot =
@@ -206,4 +208,18 @@ export async function listStatements (args: { customerId: number, cursor: { crea
   const labels = ['owner list, first pages of 20 (read together)', 'owner list, cursor page of 10', 'admin search, page of 20 with its count']
   if (taken.length !== labels.length) throw new Error(`expected ${labels.length} list statements, captured ${taken.length}`)
   return taken.map((query, i) => ({ label: labels[i]!, text: query.sql, values: query.parameters }))
+}
+
+/**
+ * The admin list's statement (`GET /api/v1/admin/orders`) for each of these query strings, as the
+ * service sends it: the route's parsed query handed to `pageAllOrders` (src/orders/service.ts), the
+ * function the route calls, so the filter parsing, the default sort and the page window are the
+ * service's own. One statement per list: the count and the page joined to it.
+ */
+export async function adminListStatements (queries: Array<{ label: string, query: Partial<AdminOrderSearchQuery> }>): Promise<BoundStatement[]> {
+  const { db, taken } = capture()
+  for (const { query } of queries) await pageAllOrders(db, query)
+  await db.destroy()
+  if (taken.length !== queries.length) throw new Error(`expected ${queries.length} admin list statements, captured ${taken.length}`)
+  return taken.map((query, i) => ({ label: queries[i]!.label, text: query.sql, values: query.parameters }))
 }
