@@ -160,7 +160,7 @@ export function createBrokerSink (options: BrokerSinkOptions): BrokerSink {
     const end = await sql<FeedPosition>`
       select tx::text as tx, id from events
       where tx < pg_snapshot_xmin(pg_current_snapshot())
-      order by tx desc, id desc limit 1`.execute(conn)
+      order by events.tx desc, events.id desc limit 1`.execute(conn)
     const initial = end.rows[0] ?? { tx: '0', id: 0 }
     await conn.insertInto('settings').values({ key: POSITION_KEY, value: JSON.stringify({ tx: initial.tx, id: Number(initial.id) }) })
       .onConflict(oc => oc.column('key').doNothing()).execute()

@@ -27,7 +27,8 @@ export function readFeed (
     .$if(filter.after !== undefined, qb => qb.where(sql<boolean>`(tx, id) > (cast(${filter.after!.tx} as xid8), ${filter.after!.id}::bigint)`))
     .$if(filter.types !== undefined, qb => qb.where('type', 'in', filter.types!))
     .$if(filter.orderId !== undefined, qb => qb.where('order_id', '=', filter.orderId!))
-    .orderBy('tx').orderBy('id')
+    // By the column, not the text alias of the select: as text, transaction 1001 would sort before 995.
+    .orderBy(sql`events.tx`).orderBy('events.id')
     .limit(filter.limit)
     .execute()
 }
