@@ -245,7 +245,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(adminProductRoutes)
   await app.register(orderRoutes, { paymentProvider })
   await app.register(adminOrderRoutes, { paymentProvider })
-  await app.register(fulfillmentRoutes)
+  await app.register(fulfillmentRoutes, { mailer: identity.mailer })
   await app.register(paymentRoutes, { paymentProvider })
   await app.register(eventRoutes)
   await app.register(webhookRoutes)

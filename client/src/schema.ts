@@ -769,6 +769,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/orders/{id}/fulfillments/{fulfillmentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One fulfilment of an order
+         * @description The shipment with its items, carrier, tracking and dates; for the order's owner or an admin. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["getOrderFulfillment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/orders/{id}/fulfillments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ship goods of an order, with carrier and tracking
+         * @description Records a SHIPPED fulfilment of the items given (absent: everything not yet shipped). Needs a CONFIRMED order with balanceDue 0 and paymentStatus PAID or PARTIALLY_REFUNDED. The customer is mailed the carrier, tracking number and link (with SMTP_URL set). With an idempotency key (header or body), a repeat returns the first result with `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        post: operations["adminShipOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/deliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Mark a shipment delivered
+         * @description SHIPPED → DELIVERED. When every line has shipped and every shipment that is not CANCELLED is DELIVERED, the order becomes DELIVERED in the same step (fulfillment.delivered, then order.delivered). A DELIVERED one is answered as it is; a CANCELLED one is refused. Answers the fulfilment, with the order's new ETag. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["adminDeliverFulfillment"];
+        trace?: never;
+    };
+    "/api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Cancel a shipment
+         * @description SHIPPED → CANCELLED: its quantities are to ship again. A CANCELLED one is answered as it is; a DELIVERED one is refused (goods that arrived come back through a return). Answers the fulfilment, with the order's new ETag. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["adminCancelFulfillment"];
+        trace?: never;
+    };
     "/api/v1/payments/history": {
         parameters: {
             query?: never;
@@ -1933,6 +2013,49 @@ export interface components {
             data: components["schemas"]["Category"][];
             error: null;
         };
+        /**
+         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
+         * @enum {unknown}
+         */
+        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
+        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
+        Fulfillment: {
+            fulfillmentId: number;
+            orderId: number;
+            status: components["schemas"]["FulfillmentStatus"];
+            /** @description The lines shipped, in the order's line order */
+            items: {
+                productId: number;
+                /** @description How many of the line this shipment holds */
+                quantity: number;
+            }[];
+            carrier: string | null;
+            trackingNumber: string | null;
+            trackingUrl: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            shippedAt: string;
+            deliveredAt: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:30:00.000Z
+             */
+            createdAt: string;
+        };
+        FulfillmentListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Fulfillment"][];
+            error: null;
+        };
+        FulfillmentEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Fulfillment"];
+            error: null;
+        };
         /** @enum {unknown} */
         PaymentStatus: "PENDING" | "COMPLETED" | "FAILED" | "PARTIALLY_REFUNDED" | "REFUNDED" | "CANCELLED";
         /**
@@ -2003,7 +2126,7 @@ export interface components {
          */
         OrderFulfillmentStatus: "UNFULFILLED" | "PARTIALLY_FULFILLED" | "FULFILLED";
         /** @enum {unknown} */
-        OrderVerb: "confirm" | "cancel" | "delete" | "deliver";
+        OrderVerb: "confirm" | "cancel" | "delete" | "deliver" | "edit" | "fulfil" | "return";
         /**
          * @description What the step did: a status verb, update (memo or address), expire (the service), edit (the lines), a shipment's steps or a return's
          * @enum {unknown}
@@ -2043,9 +2166,11 @@ export interface components {
             balanceDue: number;
             paymentStatus: components["schemas"]["OrderPaymentStatus"];
             fulfillmentStatus: components["schemas"]["OrderFulfillmentStatus"];
+            /** @description Every shipment of the order, oldest first (cancelled ones too) */
+            fulfillments: components["schemas"]["Fulfillment"][];
             /** @description Increases with every change; the ETag is derived from it */
             version: number;
-            /** @description The verbs the caller may apply now */
+            /** @description What the caller may do now: the status verbs, and edit, fulfil (ship) and return. Ignore values you do not know: new ones may be added. */
             allowedActions: components["schemas"]["OrderVerb"][];
             /**
              * Format: date-time
@@ -2183,43 +2308,6 @@ export interface components {
             createdAt: string;
         };
         /**
-         * @description SHIPPED, then DELIVERED; a SHIPPED fulfilment may be CANCELLED, which unships its quantities
-         * @enum {unknown}
-         */
-        FulfillmentStatus: "SHIPPED" | "DELIVERED" | "CANCELLED";
-        /** @description A shipment of some of an order's goods, with its carrier and tracking when given */
-        Fulfillment: {
-            fulfillmentId: number;
-            orderId: number;
-            status: components["schemas"]["FulfillmentStatus"];
-            /** @description The lines shipped, in the order's line order */
-            items: {
-                productId: number;
-                /** @description How many of the line this shipment holds */
-                quantity: number;
-            }[];
-            carrier: string | null;
-            trackingNumber: string | null;
-            trackingUrl: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            shippedAt: string;
-            deliveredAt: string | null;
-            /**
-             * Format: date-time
-             * @example 2026-11-22T09:30:00.000Z
-             */
-            createdAt: string;
-        };
-        FulfillmentListEnvelope: {
-            /** @enum {boolean} */
-            success: true;
-            data: components["schemas"]["Fulfillment"][];
-            error: null;
-        };
-        /**
          * @description REQUESTED (open), then RECEIVED (goods back, refunded), REJECTED (by staff) or CANCELLED (by the owner or staff)
          * @enum {unknown}
          */
@@ -2258,7 +2346,7 @@ export interface components {
         };
         /** @enum {unknown} */
         EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled" | "order.edited" | "payment.updated" | "fulfillment.created" | "fulfillment.delivered" | "fulfillment.cancelled" | "return.requested" | "return.received" | "return.rejected" | "return.cancelled";
-        /** @description The order as an admin reads it, without allowedActions */
+        /** @description The order as an admin reads it, without allowedActions and fulfillments (a fulfillment.* event carries its shipment in data.fulfillment) */
         EventOrder: {
             orderId: number;
             customerId: number;
@@ -2632,6 +2720,22 @@ export interface components {
                 };
             };
         };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_ORDER_STATUS (Invalid Order Status), INVALID_FULFILLMENT_STATUS (Invalid Fulfillment Status) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS_INVALID_FULFILLMENT_STATUS: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "INVALID_FULFILLMENT_STATUS";
+                    };
+                };
+            };
+        };
         /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_PAYMENT_STATUS (Invalid Payment Status) */
         Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_PAYMENT_STATUS: {
             headers: {
@@ -2915,6 +3019,38 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "ORDER_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), FULFILLMENT_NOT_FOUND (Fulfillment Not Found) */
+        Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "FULFILLMENT_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), FULFILLMENT_NOT_FOUND (Fulfillment Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "FULFILLMENT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
                     };
                 };
             };
@@ -5385,6 +5521,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5448,6 +5585,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5608,6 +5746,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5721,6 +5860,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -5826,6 +5966,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6378,6 +6519,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6488,6 +6630,7 @@ export interface operations {
                      *         "balanceDue": 5250,
                      *         "paymentStatus": "UNPAID",
                      *         "fulfillmentStatus": "UNFULFILLED",
+                     *         "fulfillments": [],
                      *         "version": 1,
                      *         "allowedActions": [
                      *           "confirm",
@@ -6569,6 +6712,316 @@ export interface operations {
             401: components["responses"]["Error401_UNAUTHORIZED"];
             403: components["responses"]["Error403_ACCESS_DENIED"];
             404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    getOrderFulfillment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                fulfillmentId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "fulfillmentId": 3,
+                     *         "orderId": 42,
+                     *         "status": "SHIPPED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 2
+                     *           }
+                     *         ],
+                     *         "carrier": "UPS",
+                     *         "trackingNumber": "1Z999AA10123456784",
+                     *         "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                     *         "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *         "deliveredAt": null,
+                     *         "createdAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminShipOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "productId": 12,
+                 *           "quantity": 2
+                 *         }
+                 *       ],
+                 *       "carrier": "UPS",
+                 *       "trackingNumber": "1Z999AA10123456784",
+                 *       "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The lines and quantities that leave, each product once; absent = everything not yet shipped */
+                    items?: {
+                        productId: number;
+                        /** @description How many of the line leave in this shipment; at most what is left to ship */
+                        quantity: number;
+                    }[];
+                    /**
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
+                     * @example UPS
+                     */
+                    carrier?: string;
+                    /**
+                     * @description Any text without control characters (Unicode Cc), format characters (Unicode Cf) or line and paragraph separators (U+2028, U+2029)
+                     * @example 1Z999AA10123456784
+                     */
+                    trackingNumber?: string;
+                    /**
+                     * @description An absolute https:// link where the customer follows the parcel
+                     * @example https://www.ups.com/track?tracknum=1Z999AA10123456784
+                     */
+                    trackingUrl?: string;
+                    /** @description Alternative to the Idempotency-Key header */
+                    idempotencyKey?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the envelope with the new resource in `data` */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "fulfillmentId": 3,
+                     *         "orderId": 42,
+                     *         "status": "SHIPPED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 2
+                     *           }
+                     *         ],
+                     *         "carrier": "UPS",
+                     *         "trackingNumber": "1Z999AA10123456784",
+                     *         "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                     *         "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *         "deliveredAt": null,
+                     *         "createdAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            409: components["responses"]["Error409_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminDeliverFulfillment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                fulfillmentId: number;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "fulfillmentId": 3,
+                     *         "orderId": 42,
+                     *         "status": "SHIPPED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 2
+                     *           }
+                     *         ],
+                     *         "carrier": "UPS",
+                     *         "trackingNumber": "1Z999AA10123456784",
+                     *         "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                     *         "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *         "deliveredAt": null,
+                     *         "createdAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS_INVALID_FULFILLMENT_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminCancelFulfillment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                fulfillmentId: number;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "fulfillmentId": 3,
+                     *         "orderId": 42,
+                     *         "status": "SHIPPED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 2
+                     *           }
+                     *         ],
+                     *         "carrier": "UPS",
+                     *         "trackingNumber": "1Z999AA10123456784",
+                     *         "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                     *         "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *         "deliveredAt": null,
+                     *         "createdAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS_INVALID_FULFILLMENT_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };

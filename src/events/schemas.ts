@@ -17,9 +17,9 @@ export const EventTypeSchema = Component('EventType', Type.Enum([...EVENT_TYPES]
 export type EventType = Static<typeof EventTypeSchema>
 
 /** The order as an admin reads it, without `allowedActions` (which depend on who asks). */
-const { allowedActions: _allowedActions, ...orderFields } = OrderDetail.properties
+const { allowedActions: _allowedActions, fulfillments: _fulfillments, ...orderFields } = OrderDetail.properties
 export const EventOrder = Component('EventOrder', Type.Object(orderFields, {
-  description: 'The order as an admin reads it, without allowedActions',
+  description: 'The order as an admin reads it, without allowedActions and fulfillments (a fulfillment.* event carries its shipment in data.fulfillment)',
 }))
 export type EventOrder = Static<typeof EventOrder>
 

@@ -104,6 +104,12 @@ export const ordersExpired = new Counter({
   registers: [registry],
 })
 
+export const fulfillmentsShipped = new Counter({
+  name: 'fulfillments_shipped_total',
+  help: 'Shipments recorded (CONTRACT §15.3): by POST /admin/orders/{id}/fulfillments and by the one-step deliver',
+  registers: [registry],
+})
+
 export const PAYMENT_OUTCOMES = ['approved', 'declined', 'error'] as const
 export type PaymentOutcome = typeof PAYMENT_OUTCOMES[number]
 

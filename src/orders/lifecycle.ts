@@ -4,7 +4,7 @@ import { ApiError } from '../errors.js'
 import { shipAndDeliverAll } from '../fulfillments/repository.js'
 import type { Announcement } from '../events/outbox.js'
 import type { EventType } from '../events/schemas.js'
-import { ordersCancelled, ordersExpired } from '../ops/metrics.js'
+import { fulfillmentsShipped, ordersCancelled, ordersExpired } from '../ops/metrics.js'
 import type { PaymentProvider } from '../payments/provider.js'
 import { lockOrderPayments, updatePayment } from '../payments/repository.js'
 import { isCaptured } from '../payments/schemas.js'
@@ -14,7 +14,7 @@ import type { OrderStatus, Verb } from './schemas.js'
 import { etagOf } from './mapper.js'
 import { assertVisible } from './service.js'
 import {
-  VERB_TARGET, addressEditable, canTransition, deliveryBlocker, holdsReservation, holdsUnconfirmedReservation, mayApply, verbFor,
+  VERB_TARGET, addressEditable, canTransition, deliveryBlocker, hasShipped, holdsReservation, holdsUnconfirmedReservation, mayApply, verbFor,
 } from './status.js'
 
 /** What a caller asks to change; `undefined` leaves a field as it is, `null` clears it. */
@@ -56,6 +56,11 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
   }
   const blocker = verb === 'deliver' ? deliveryBlocker(order) : undefined
   if (blocker) throw new ApiError('INVALID_ORDER_STATUS', `Cannot deliver an order that is ${order.status}: ${blocker}.`)
+  // Goods that left come back through a return, not a cancel (CONTRACT §15.3).
+  if ((verb === 'cancel' || verb === 'delete') && hasShipped(order)) {
+    throw new ApiError('INVALID_ORDER_STATUS',
+      `Cannot ${verb} an order that is CONFIRMED with goods shipped (fulfillmentStatus ${order.fulfillment_status}); cancel its shipments first, or take goods back through a return.`)
+  }
   return verb
 }
 
@@ -69,7 +74,7 @@ function resolveVerb (order: OrderWithItems, principal: Principal, request: Orde
 export async function changeOrder (
   db: Db, provider: PaymentProvider, principal: Principal, id: string, request: OrderChangeRequest
 ): Promise<OrderWithItems> {
-  const happened: { cancelled: boolean, lapsedAt: Date | null } = { cancelled: false, lapsedAt: null }
+  const happened: { cancelled: boolean, shipped: boolean, lapsedAt: Date | null } = { cancelled: false, shipped: false, lapsedAt: null }
   const changed = await db.transaction().execute(async (trx) => {
     // Delivery depends on the order's stored money, which every payment verb changes under this lock too.
     const order = await lockOrder(trx, id)
@@ -96,15 +101,22 @@ export async function changeOrder (
       paymentId = (await openPayment(trx, order)).id
       events.push({ type: 'payment.created', paymentId })
     }
-    // The one-step deliver ships what is left and delivers every shipment (CONTRACT §15.3).
-    if (verb === 'deliver') await shipAndDeliverAll(trx, order.id)
-    const items = verb === 'deliver' ? order.items.map(item => ({ ...item, fulfilledQuantity: item.quantity })) : order.items
+    // The one-step deliver ships what is left and delivers every shipment (CONTRACT §15.3, §15.7):
+    // fulfillment.created, then fulfillment.delivered per shipment, then order.delivered.
+    if (verb === 'deliver') {
+      const { created, delivered } = await shipAndDeliverAll(trx, order.id)
+      if (created) {
+        happened.shipped = true
+        events.push({ type: 'fulfillment.created', fulfillment: { ...created, status: 'SHIPPED', deliveredAt: null } })
+      }
+      for (const fulfillment of delivered) events.push({ type: 'fulfillment.delivered', fulfillment })
+    }
     if ((status === 'CANCELLED' || status === 'DELETED') && holdsReservation(order.status)) {
       await releaseStock(trx, order.id)
       events.push(...await settlePayments(trx, provider, order.id, principal.memberId))
     }
     events.push({ type: verb ? VERB_EVENT[verb] : 'order.updated' })
-    const row = await updateOrder(trx, { ...order, items }, { status, memo, shippingAddress, paymentId }, {
+    const row = await updateOrder(trx, order, { status, memo, shippingAddress, paymentId }, {
       action: verb ?? 'update',
       actor: { id: principal.memberId, role: principal.role },
     }, events)
@@ -112,6 +124,7 @@ export async function changeOrder (
     return row
   })
   if (happened.cancelled) ordersCancelled.inc() // counted once committed: a cancel rolled back never happened
+  if (happened.shipped) fulfillmentsShipped.inc()
   if (happened.lapsedAt !== null) {
     ordersExpired.inc()
     throw new ApiError('INVALID_ORDER_STATUS',

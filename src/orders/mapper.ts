@@ -10,7 +10,7 @@ import type { OrderHistoryRow, OrderRow } from './table.js'
 export const etagOf = (order: { version: number }) => `"${order.version}"`
 
 /** The order as an admin reads it, without `allowedActions`: what events carry (CONTRACT §12). */
-export function toOrderData (order: OrderRow & { items: OrderItem[], payments: OrderPayment[] }): Omit<OrderDetail, 'allowedActions'> {
+export function toOrderData (order: OrderRow & { items: OrderItem[], payments: OrderPayment[] }): Omit<OrderDetail, 'allowedActions' | 'fulfillments'> {
   return {
     orderId: order.id,
     customerId: order.customer_id,
@@ -39,6 +39,7 @@ export function toOrderData (order: OrderRow & { items: OrderItem[], payments: O
  */
 export function toOrderDetail (order: OrderWithItems, principal: Principal): OrderDetail {
   const detail = toOrderData(order) as OrderDetail
+  detail.fulfillments = order.fulfillments
   detail.allowedActions = allowedActions(order, principal)
   return detail
 }

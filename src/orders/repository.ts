@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type SqlBool } from 'kysely'
 import { coalesce } from '../db/coalesce.js'
 import { StatementOnce } from '../db/compiled.js'
-import { outboxWrites, type Announcement } from '../events/outbox.js'
+import { outboxWrites, storedItems, type Announcement } from '../events/outbox.js'
 import type { Database, Db, Tx } from '../db/schema.js'
 import { keyClaimSql, type KeyClaim } from '../idempotency/repository.js'
 import { idValue } from '../db/sql.js'
@@ -12,10 +12,11 @@ import type { OrderPayment } from '../payments/schemas.js'
 import { moneyOf, paymentsJson, storeMoney } from './money.js'
 import type { OrderAction, OrderDetail, OrderItem, OrderPaymentStatus, OrderStatus } from './schemas.js'
 import type { OrderHistoryRow, OrderRow } from './table.js'
-import { fulfilledOf } from '../fulfillments/repository.js'
+import { fulfilledOf, fulfillmentsJson } from '../fulfillments/repository.js'
+import type { Fulfillment } from '../fulfillments/schemas.js'
 import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
 
-export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[] }
+export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[], fulfillments: Fulfillment[] }
 
 /** The order's items as API objects, in the order they were submitted, aggregated in the same query. */
 const itemsJson = sql<OrderItem[]>`coalesce((
@@ -25,9 +26,9 @@ const itemsJson = sql<OrderItem[]>`coalesce((
     order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
-/** Orders as the detail shows them: the row (its money included), its items and its payments. */
+/** Orders as the detail shows them: the row (its money included), its items, its payments and its shipments. */
 const selectOrders = (db: Db) =>
-  db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentsJson('orders').as('payments')])
+  db.selectFrom('orders').selectAll().select([itemsJson.as('items'), paymentsJson('orders').as('payments'), fulfillmentsJson('orders').as('fulfillments')])
 
 const orderReaders = new WeakMap<Db, (id: string) => Promise<OrderWithItems | undefined>>()
 
@@ -269,7 +270,7 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
           'totalAmount', n.total_amount, 'currency', ${v.currency}::text,
           'shippingAddress', ${v.shippingAddress}::text, 'memo', ${v.memo}::text, 'paymentId', null,
           'payments', '[]'::jsonb, 'paidAmount', 0, 'refundedAmount', 0, 'balanceDue', n.total_amount, 'paymentStatus', 'UNPAID',
-          'fulfillmentStatus', 'UNFULFILLED',
+          'fulfillmentStatus', 'UNFULFILLED', 'fulfillments', '[]'::jsonb,
           'version', 1, 'allowedActions', ${v.allowedActions}::jsonb,
           'createdAt', ${isoTime(sql`n.at`)}, 'updatedAt', ${isoTime(sql`n.at`)}) as body,
         replace(${v.location}::text, '{id}', n.id::text) as location
@@ -357,12 +358,12 @@ export interface HistoryRefs {
 
 export async function updateOrder (
   trx: Tx,
-  order: OrderRow & { items: OrderItem[] },
+  order: OrderRow,
   change: OrderChange,
   history: { action: OrderAction, actor: { id: number, role: Role } | null, refs?: HistoryRefs },
   events: readonly Announcement[]
 ): Promise<OrderWithItems> {
-  const { rows } = await sql<OrderRow & { payments: OrderPayment[] }>`
+  const { rows } = await sql<OrderWithItems>`
     with o as (
       update orders set status = ${change.status}, memo = ${change.memo}, shipping_address = ${change.shippingAddress},
         payment_id = ${change.paymentId}, version = version + 1, updated_at = now(),
@@ -376,8 +377,8 @@ export async function updateOrder (
       select o.id, ${order.status}, ${change.status}, ${history.action}, ${history.actor?.id ?? null}::bigint, ${history.actor?.role ?? null}::text,
         ${history.refs?.editId ?? null}::bigint, ${history.refs?.fulfillmentId ?? null}::bigint, ${history.refs?.returnId ?? null}::bigint from o
     )${events.length > 0 ? sql`, ${outboxWrites(events)}` : sql``}
-    select o.*, ${paymentsJson('o')} as payments from o`.execute(trx)
-  return { ...rows[0]!, items: order.items }
+    select o.*, coalesce(${storedItems}, '[]'::jsonb) as items, ${paymentsJson('o')} as payments, ${fulfillmentsJson('o')} as fulfillments from o`.execute(trx)
+  return rows[0]!
 }
 
 export function findHistory (db: Db, orderId: number): Promise<OrderHistoryRow[]> {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { RoleSchema } from '../members/schemas.js'
+import { Fulfillment } from '../fulfillments/schemas.js'
 import { OrderPayment } from '../payments/schemas.js'
 import {
   Component, Currency, documentAs, Envelope, Id, IdempotencyKeyField, Money, Nullable, Page, PageQuery, Ref, Slice, SliceQuery, SortQuery, Timestamp, TimestampQuery,
@@ -48,8 +49,11 @@ export const commaListPattern = (values: readonly string[]) => {
 }
 
 /** The state-changing verbs a caller may be offered in `allowedActions`. */
-export const VerbSchema = Component('OrderVerb', Type.Enum(['confirm', 'cancel', 'delete', 'deliver']))
-export type Verb = Static<typeof VerbSchema>
+export const VerbSchema = Component('OrderVerb', Type.Enum(['confirm', 'cancel', 'delete', 'deliver', 'edit', 'fulfil', 'return']))
+/** The status verbs: the ones `allowedActions` lists that move the order to another status. */
+export type Verb = 'confirm' | 'cancel' | 'delete' | 'deliver'
+/** Everything `allowedActions` may list (CONTRACT §15.5). */
+export type OrderActionName = Static<typeof VerbSchema>
 
 /** Every `action` a history entry can carry. */
 export const OrderActionSchema = Component('OrderAction', Type.Enum([
@@ -100,8 +104,11 @@ export const OrderDetail = Component('Order', Type.Object({
   paymentId: Nullable(Id),
   payments: Type.Array(Ref(OrderPayment), { description: 'Every payment of the order, oldest first' }),
   ...MoneyFields,
+  fulfillments: Type.Array(Ref(Fulfillment), { description: 'Every shipment of the order, oldest first (cancelled ones too)' }),
   version: Type.Integer({ description: 'Increases with every change; the ETag is derived from it' }),
-  allowedActions: Type.Array(Ref(VerbSchema), { description: 'The verbs the caller may apply now' }),
+  allowedActions: Type.Array(Ref(VerbSchema), {
+    description: 'What the caller may do now: the status verbs, and edit, fulfil (ship) and return. Ignore values you do not know: new ones may be added.',
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 }, { description: 'An order with its items, as its customer or an admin reads it' }))

@@ -90,7 +90,7 @@ function placeOrderOnce (
     reservationMs: config.orderReservationTtlMs,
     unpaidLimit,
     allowedActions: allowedActions({
-      customer_id: body.customerId, status: 'PLACED', total_amount: 0, paid_amount: 0, refunded_amount: 0, credited_amount: 0, payment_status: 'UNPAID',
+      customer_id: body.customerId, status: 'PLACED', total_amount: 0, paid_amount: 0, refunded_amount: 0, credited_amount: 0, payment_status: 'UNPAID', fulfillment_status: 'UNFULFILLED',
     }, principal),
     answerAs,
   })

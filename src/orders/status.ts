@@ -1,6 +1,7 @@
 import { isAdmin, type Principal } from '../http/access.js'
 import { balanceDue } from './money.js'
-import type { OrderPaymentStatus, OrderStatus, Verb } from './schemas.js'
+import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
+import type { OrderActionName, OrderPaymentStatus, OrderStatus, Verb } from './schemas.js'
 
 /**
  * The order lifecycle as data (CONTRACT §3). PENDING (carried over from earlier systems) behaves
@@ -73,24 +74,33 @@ export interface OrderMoney {
  * PAID or PARTIALLY_REFUNDED); why not, if it cannot happen. A GOODWILL refund is credited: it
  * lowers what is owed as much as what was kept, so the order stays deliverable unless all is refunded.
  */
-export function deliveryBlocker (order: OrderMoney): string | undefined {
+export function deliveryBlocker (order: OrderMoney, what: 'delivery' | 'shipping' = 'delivery'): string | undefined {
   const due = balanceDue(order)
-  if (due > 0) return `its balanceDue is ${due} (paymentStatus ${order.payment_status}); delivery needs it paid in full`
+  if (due > 0) return `its balanceDue is ${due} (paymentStatus ${order.payment_status}); ${what} needs it paid in full`
   if (order.payment_status !== 'PAID' && order.payment_status !== 'PARTIALLY_REFUNDED') {
-    return `its paymentStatus is ${order.payment_status}; delivery needs PAID or PARTIALLY_REFUNDED`
+    return `its paymentStatus is ${order.payment_status}; ${what} needs PAID or PARTIALLY_REFUNDED`
   }
   return undefined
 }
 
 const VERBS = Object.keys(VERB_TARGET) as Verb[]
 
-/** The verbs this caller may apply to the order now (ones that would change it). */
+/** Whether goods of the order left: then it is no longer cancelled, but its goods come back through a return (CONTRACT §15.3). */
+export const hasShipped = (order: { status: OrderStatus, fulfillment_status: OrderFulfillmentStatus }) =>
+  order.status === 'CONFIRMED' && order.fulfillment_status !== 'UNFULFILLED'
+
+/** What this caller may do to the order now (ones that would change it): status verbs, then fulfil. */
 export function allowedActions (
-  order: OrderMoney & { customer_id: number }, principal: Principal
-): Verb[] {
+  order: OrderMoney & { customer_id: number, fulfillment_status: OrderFulfillmentStatus }, principal: Principal
+): OrderActionName[] {
   const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
-  return VERBS.filter(verb =>
+  const actions: OrderActionName[] = VERBS.filter(verb =>
     mayApply(verb, caller) &&
     canTransition(order.status, VERB_TARGET[verb]) &&
-    (verb !== 'deliver' || deliveryBlocker(order) === undefined))
+    (verb !== 'deliver' || deliveryBlocker(order) === undefined) &&
+    ((verb !== 'cancel' && verb !== 'delete') || !hasShipped(order)))
+  if (caller.isAdmin && order.status === 'CONFIRMED' && order.fulfillment_status !== 'FULFILLED' && deliveryBlocker(order, 'shipping') === undefined) {
+    actions.push('fulfil')
+  }
+  return actions
 }

@@ -295,7 +295,7 @@ describeEachBackend('admin: orders', (ctx) => {
     assert.equal(successData<OrderDetail>(await get(unpaid.admin, unpaid.url)).status, 'CONFIRMED')
 
     const paid = await confirmed(true)
-    assert.deepEqual(successData<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete'])
+    assert.deepEqual(successData<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete', 'fulfil'])
     const delivered = successData<OrderDetail>(await patch(paid.admin, paid.url, { status: 'DELIVERED' }))
     assert.equal(delivered.status, 'DELIVERED')
     assert.equal(delivered.paymentId, paid.paymentId)

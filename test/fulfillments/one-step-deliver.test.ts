@@ -128,6 +128,8 @@ describeEachBackend('the one-step deliver and fulfilments', (ctx) => {
       ['payment.created', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
       ['order.confirmed', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
       ['payment.succeeded', 'CONFIRMED', 'UNFULFILLED', [[0, 0]]],
+      ['fulfillment.created', 'DELIVERED', 'FULFILLED', [[2, 0]]],
+      ['fulfillment.delivered', 'DELIVERED', 'FULFILLED', [[2, 0]]],
       ['order.delivered', 'DELIVERED', 'FULFILLED', [[2, 0]]],
     ]
     assert.deepEqual(await events(), expected)

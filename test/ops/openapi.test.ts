@@ -70,6 +70,10 @@ const OPERATIONS = [
   'get /api/v1/orders/{id}/items',
   'get /api/v1/orders/{id}/history',
   'get /api/v1/orders/{id}/fulfillments',
+  'get /api/v1/orders/{id}/fulfillments/{fulfillmentId}',
+  'post /api/v1/admin/orders/{id}/fulfillments',
+  'patch /api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/deliver',
+  'patch /api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/cancel',
   'patch /api/v1/orders/{id}/confirm',
   'patch /api/v1/orders/{id}/cancel',
   'patch /api/v1/orders/{id}/delete',
@@ -249,7 +253,7 @@ describe('GET /v3/api-docs', () => {
     assert.deepEqual(schemas.OrderSummarySlice.properties.content.items, { $ref: '#/components/schemas/OrderSummary' })
     assert.deepEqual(schemas.Order.properties.status, { $ref: '#/components/schemas/OrderStatus' })
     assert.deepEqual(schemas.Event.properties.data.properties.payment.anyOf[0], { $ref: '#/components/schemas/Payment' })
-    const { allowedActions: _allowedActions, ...orderFields } = schemas.Order.properties
+    const { allowedActions: _allowedActions, fulfillments: _fulfillments, ...orderFields } = schemas.Order.properties
     assert.deepEqual(schemas.EventOrder.properties, orderFields)
     // Every JSON success answer under /api is a reference to a named envelope.
     for (const [key, operation] of operations(doc).filter(([key]) => OPERATIONS.includes(key))) {

@@ -54,6 +54,7 @@ const order: OrderDetail = {
   balanceDue: 5250,
   paymentStatus: 'UNPAID',
   fulfillmentStatus: 'UNFULFILLED',
+  fulfillments: [],
   version: 1,
   allowedActions: ['confirm', 'cancel', 'delete'],
   createdAt: PLACED_AT,
@@ -222,7 +223,7 @@ const EVENT_STATES: Record<EventType, {
 export function eventExample (type: EventType): Event {
   const state = EVENT_STATES[type]
   const timestamp = `2026-11-22T09:${30 + state.sequence}:00.000Z`
-  const { allowedActions: _allowedActions, ...fields } = order
+  const { allowedActions: _allowedActions, fulfillments: _fulfillments, ...fields } = order
   const paid = state.payment === 'COMPLETED' || state.payment === 'REFUNDED' ? payment.amount : 0
   const refunded = state.payment === 'REFUNDED' ? payment.amount : 0
   const ended = state.status === 'CANCELLED' || state.status === 'DELETED' || type === 'payment.cancelled'
@@ -347,6 +348,9 @@ export const REQUEST_EXAMPLES: Record<string, MediaExample> = {
   'patch /api/v1/payments/{id}/refund': one({ amount: 1000 }),
   'post /api/v1/admin/webhook-endpoints': one({ url: 'https://hooks.example.com/orders', eventTypes: ['order.placed', 'order.cancelled', 'payment.refunded'], description: 'Fulfilment system' }),
   'patch /api/v1/admin/webhook-endpoints/{id}': one({ status: 'DISABLED' }),
+  'post /api/v1/admin/orders/{id}/fulfillments': one({
+    items: [{ productId: 12, quantity: 2 }], carrier: 'UPS', trackingNumber: '1Z999AA10123456784', trackingUrl: 'https://www.ups.com/track?tracknum=1Z999AA10123456784',
+  }),
 }
 
 /** Answers that are not a named component's envelope, by `method path status`. */
