@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict'
+import { it } from 'node:test'
+import { sql } from 'kysely'
+import type { Event } from '../../src/events/schemas.js'
+import { describeEachBackend, feedSettled, successData, type Api } from '../helper.js'
+import { confirmedOrder, patch } from '../payments/fixtures.js'
+
+// Bugs the model-based test (books.test.ts) found, each kept as an ordinary test with the seed that
+// found it. A test marked `todo` shows a bug not fixed yet: it runs, and its failure is reported
+// without failing the suite; drop the `todo` with the fix.
+
+/** The id the next transaction will get, read without keeping one. */
+async function nextXid (api: Api): Promise<bigint> {
+  const { rows } = await sql<{ next: string }>`select pg_snapshot_xmax(pg_current_snapshot())::text as next`.execute(api.app.db)
+  return BigInt(rows[0]!.next)
+}
+
+/**
+ * Spends transaction ids until the next one has one more decimal digit than now (1000, 10000, …),
+ * each DO iteration committing one; false when that is too far to reach quickly.
+ */
+async function crossDigitBoundary (api: Api): Promise<boolean> {
+  const next = await nextXid(api)
+  const boundary = 10n ** BigInt(next.toString().length)
+  if (boundary - next > 400_000n) return false
+  const spend = Number(boundary - next) + 1
+  await sql.raw(`do $$ begin for i in 1..${spend} loop perform pg_current_xact_id(); commit; end loop; end $$`).execute(api.app.db)
+  assert.ok(await nextXid(api) >= boundary)
+  return true
+}
+
+describeEachBackend('counterexamples found by the model-based test', (ctx) => {
+  // MODEL_SEED=54460838 MODEL_PATH=16 (also seeds 599359207 and 2418063), shrunk to: PlaceOrder(by
+  // admin), Confirm, Pay(approved), GoodwillRefund; after the refund the feed listed the order's
+  // events as sequence 5, 1, 2, 3, 4. readFeed (src/events/repository.ts) selects `tx::text as tx`
+  // and then orders by `tx`, which PostgreSQL takes for that text output column: 1001 sorts before
+  // 995. The cursor compares the xid8 column, so a consumer following nextCursor skips events too.
+  it('lists an order\'s events in sequence order and hands each to a tailing reader once, also when transaction ids gain a digit (seed 54460838)', {
+    todo: 'bug: the event feed orders by the transaction id as text (src/events/repository.ts readFeed)',
+  }, async (t) => {
+    const o = await confirmedOrder(ctx.api) // order.placed, payment.created, order.confirmed
+    successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' })) // payment.succeeded
+    if (!await crossDigitBoundary(ctx.api)) {
+      t.skip('the server\'s next transaction id is too far below the next power of ten')
+      return
+    }
+    successData(await patch(ctx.api, `${o.paymentUrl}/refund`, o.admin, { amount: 100 })) // payment.refunded, with a longer xid
+    await feedSettled(ctx.api.app)
+
+    const read = async (size: number) => {
+      const seen: Array<[number, string]> = []
+      let cursor: string | undefined
+      for (let page = 0; page < 20; page++) {
+        const slice = successData<{ content: Event[], hasNext: boolean, nextCursor: string }>(await ctx.api.get('/api/v1/admin/events',
+          { orderId: o.orderId, size, ...(cursor ? { cursor } : {}) }, o.admin))
+        seen.push(...slice.content.map((e): [number, string] => [e.sequence, e.type]))
+        if (!slice.hasNext) break
+        cursor = slice.nextCursor
+      }
+      return seen
+    }
+    const expected = [[1, 'order.placed'], [2, 'payment.created'], [3, 'order.confirmed'], [4, 'payment.succeeded'], [5, 'payment.refunded']]
+    assert.deepEqual(await read(100), expected, 'one page, oldest first')
+    assert.deepEqual(await read(1), expected, 'page by page, following nextCursor: each event once')
+  })
+})
