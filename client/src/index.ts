@@ -45,6 +45,8 @@ export type PlaceOrderRequest = RequestBody<'/api/v1/orders', 'post'>
 export type UpdateOrderRequest = RequestBody<'/api/v1/orders/{id}', 'patch'>
 export type OrderListQuery = QueryParams<'/api/v1/orders', 'get'>
 export type Payment = ResponseData<'/api/v1/payments/{id}', 'get'>
+export type Fulfillment = ResponseData<'/api/v1/orders/{id}/fulfillments/{fulfillmentId}', 'get'>
+export type ShipRequest = RequestBody<'/api/v1/admin/orders/{id}/fulfillments', 'post'>
 export type Product = ResponseData<'/api/v1/products/{id}', 'get'>
 export type Member = ResponseData<'/api/v1/members/me', 'get'>
 export type LoginRequest = RequestBody<'/api/v1/auth/login', 'post'>
@@ -236,6 +238,33 @@ export function createOrderClient (options: OrderClientOptions) {
         params: { path: { id: pathId(paymentId) } },
         body: { paymentMethodToken },
         headers: headersOf(opts),
+      }))
+    },
+
+    /** The order's shipments, oldest first (its customer, or an admin). */
+    listFulfillments (id: number): Promise<Answer<Fulfillment[]>> {
+      return unwrap(client.GET('/api/v1/orders/{id}/fulfillments', { params: { path: { id: pathId(id) } } }))
+    },
+
+    /**
+     * Ships goods of a paid CONFIRMED order (admin): `items` absent ships everything not yet shipped.
+     * With an idempotency key, a repeat answers the first shipment again with `replayed: true`.
+     */
+    shipOrder (id: number, shipment: ShipRequest = {}, opts: IdempotentOptions = {}): Promise<Answer<Fulfillment>> {
+      return unwrap(client.POST('/api/v1/admin/orders/{id}/fulfillments', { params: { path: { id: pathId(id) } }, body: shipment, headers: headersOf(opts) }))
+    },
+
+    /** Marks a shipment delivered (admin); the order is delivered with its last one. `etag` is the order's new one. */
+    deliverFulfillment (id: number, fulfillmentId: number): Promise<Answer<Fulfillment>> {
+      return unwrap(client.PATCH('/api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/deliver', {
+        params: { path: { id: pathId(id), fulfillmentId: pathId(fulfillmentId) } },
+      }))
+    },
+
+    /** Cancels a shipment that has not arrived (admin): its quantities are to ship again. */
+    cancelFulfillment (id: number, fulfillmentId: number): Promise<Answer<Fulfillment>> {
+      return unwrap(client.PATCH('/api/v1/admin/orders/{id}/fulfillments/{fulfillmentId}/cancel', {
+        params: { path: { id: pathId(id), fulfillmentId: pathId(fulfillmentId) } },
       }))
     },
   }

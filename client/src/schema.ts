@@ -6837,6 +6837,42 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "fulfillmentId": 3,
+                     *         "orderId": 42,
+                     *         "status": "SHIPPED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 2
+                     *           }
+                     *         ],
+                     *         "carrier": "UPS",
+                     *         "trackingNumber": "1Z999AA10123456784",
+                     *         "trackingUrl": "https://www.ups.com/track?tracknum=1Z999AA10123456784",
+                     *         "shippedAt": "2026-11-23T14:00:00.000Z",
+                     *         "deliveredAt": null,
+                     *         "createdAt": "2026-11-23T14:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FulfillmentEnvelope"];
+                };
+            };
             /** @description Created: the envelope with the new resource in `data` */
             201: {
                 headers: {

@@ -28,9 +28,9 @@ async function eventsOf (api: Api, admin: Member, orderId: number): Promise<Even
 
 const typesOf = (events: Event[]) => events.map(event => [event.sequence, event.type])
 
-/** The order as an admin reads it now, without allowedActions: what an event of its last change carries. */
+/** The order as an admin reads it now, without allowedActions and fulfillments: what an event of its last change carries. */
 async function orderNow (api: Api, admin: Member, orderId: number) {
-  const { allowedActions: _actions, ...order } = successData<Record<string, unknown>>(await api.get(`/api/v1/admin/orders/${orderId}`, {}, admin))
+  const { allowedActions: _actions, fulfillments: _shipments, ...order } = successData<Record<string, unknown>>(await api.get(`/api/v1/admin/orders/${orderId}`, {}, admin))
   return order
 }
 

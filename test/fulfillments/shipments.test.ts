@@ -225,7 +225,8 @@ describeEachBackend('shipments with tracking', (ctx) => {
     })
     successData(await patch(api, `/api/v1/orders/${unpaid.orderId}/confirm`, o.owner))
     assertError(await post(unpaidUrl), {
-      code: 'INVALID_ORDER_STATUS', instance: unpaidUrl,
+      code: 'INVALID_ORDER_STATUS',
+      instance: unpaidUrl,
       detail: 'Cannot ship an order that is CONFIRMED: its balanceDue is 500 (paymentStatus UNPAID); shipping needs it paid in full.',
     })
     successData(await patch(api, `/api/v1/orders/${unpaid.orderId}/delete`, o.owner))

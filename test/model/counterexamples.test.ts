@@ -6,8 +6,7 @@ import { describeEachBackend, feedSettled, successData, type Api } from '../help
 import { confirmedOrder, patch } from '../payments/fixtures.js'
 
 // Bugs the model-based test (books.test.ts) found, each kept as an ordinary test with the seed that
-// found it. A test marked `todo` shows a bug not fixed yet: it runs, and its failure is reported
-// without failing the suite; drop the `todo` with the fix.
+// found it, and fixed.
 
 /** The id the next transaction will get, read without keeping one. */
 async function nextXid (api: Api): Promise<bigint> {
@@ -32,12 +31,10 @@ async function crossDigitBoundary (api: Api): Promise<boolean> {
 describeEachBackend('counterexamples found by the model-based test', (ctx) => {
   // MODEL_SEED=54460838 MODEL_PATH=16 (also seeds 599359207 and 2418063), shrunk to: PlaceOrder(by
   // admin), Confirm, Pay(approved), GoodwillRefund; after the refund the feed listed the order's
-  // events as sequence 5, 1, 2, 3, 4. readFeed (src/events/repository.ts) selects `tx::text as tx`
-  // and then orders by `tx`, which PostgreSQL takes for that text output column: 1001 sorts before
-  // 995. The cursor compares the xid8 column, so a consumer following nextCursor skips events too.
-  it('lists an order\'s events in sequence order and hands each to a tailing reader once, also when transaction ids gain a digit (seed 54460838)', {
-    todo: 'bug: the event feed orders by the transaction id as text (src/events/repository.ts readFeed)',
-  }, async (t) => {
+  // events as sequence 5, 1, 2, 3, 4. readFeed (src/events/repository.ts) selected `tx::text as tx`
+  // and then ordered by `tx`, which PostgreSQL took for that text output column: 1001 sorted before
+  // 995. The cursor compares the xid8 column, so a consumer following nextCursor skipped events too.
+  it('lists an order\'s events in sequence order and hands each to a tailing reader once, also when transaction ids gain a digit (seed 54460838)', async (t) => {
     const o = await confirmedOrder(ctx.api) // order.placed, payment.created, order.confirmed
     successData(await patch(ctx.api, `${o.paymentUrl}/process`, o.owner, { paymentMethodToken: 'tok_visa' })) // payment.succeeded
     if (!await crossDigitBoundary(ctx.api)) {
