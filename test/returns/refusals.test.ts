@@ -126,8 +126,8 @@ describeEachBackend('return refusals', (ctx) => {
     const o = await deliveredOrder(ctx.api)
     // Delivered 31 days ago.
     await sql`update fulfillments set delivered_at = now() - interval '31 days' where order_id = ${o.orderId}`.execute(ctx.api.app.db)
-    const { rows: [{ at }] } = await sql<{ at: Date }>`select delivered_at as at from fulfillments where order_id = ${o.orderId}`.execute(ctx.api.app.db) as { rows: Array<{ at: Date }> }
-    const closes = new Date(at.getTime() + 30 * 86_400_000).toISOString()
+    const { at } = await ctx.api.app.db.selectFrom('fulfillments').select('delivered_at as at').where('order_id', '=', o.orderId).executeTakeFirstOrThrow()
+    const closes = new Date(at!.getTime() + 30 * 86_400_000).toISOString()
     const before = await everything(ctx.api, o)
     assertError(await post(ctx.api, o.returnsUrl, o.owner, { items: [{ productId: o.cups, quantity: 1 }] }), {
       code: 'RETURN_WINDOW_CLOSED',
