@@ -33,6 +33,7 @@ import { opsRoutes } from './ops/routes.js'
 import { createBrokerSink } from './events/broker.js'
 import { eventRoutes } from './events/routes.js'
 import { fulfillmentRoutes } from './fulfillments/routes.js'
+import { returnRoutes } from './returns/routes.js'
 import { purgeOldEvents } from './events/repository.js'
 import { adminOrderRoutes } from './orders/admin-routes.js'
 import { expireLapsedReservations } from './orders/lifecycle.js'
@@ -246,6 +247,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(orderRoutes, { paymentProvider })
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(fulfillmentRoutes, { mailer: identity.mailer })
+  await app.register(returnRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
   await app.register(eventRoutes)
   await app.register(webhookRoutes)

@@ -22,6 +22,8 @@ export interface Config {
   readonly orderReservationTtlMs: number
   /** Orders a member may hold that reserve stock with nothing captured (CONTRACT §18); 0 = no limit. */
   readonly maxUnpaidOrders: number
+  /** How long after an order's latest delivery its owner may ask for a return (CONTRACT §15.4); 0 = owners cannot. */
+  readonly returnWindowMs: number
   /** How long events are kept in the feed. */
   readonly eventRetentionMs: number
   readonly errorTypeBase: string
@@ -233,6 +235,7 @@ export function loadConfig (env: Env = process.env): Config {
     idempotencyTtlMs: duration('IDEMPOTENCY_TTL', '24h', '365d'),
     orderReservationTtlMs: duration('ORDER_RESERVATION_TTL', '60m', '365d', true),
     maxUnpaidOrders: integer('MAX_UNPAID_ORDERS', 10, 0, 1_000_000),
+    returnWindowMs: duration('RETURN_WINDOW', '30d', '3650d', true),
     eventRetentionMs,
     errorTypeBase: errorTypeBase.replace(/\/+$/, ''),
     currency,

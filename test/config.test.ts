@@ -18,6 +18,7 @@ describe('configuration', () => {
       idempotencyTtlMs: 24 * 3600 * 1000,
       orderReservationTtlMs: 60 * 60 * 1000,
       maxUnpaidOrders: 10,
+      returnWindowMs: 30 * 24 * 3600 * 1000,
       eventRetentionMs: 30 * 24 * 3600 * 1000,
       errorTypeBase: 'https://api.example.com',
       currency: 'USD',
@@ -58,6 +59,10 @@ describe('configuration', () => {
     assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '45m' }).orderReservationTtlMs, 2_700_000)
     assert.equal(loadConfig({ ORDER_RESERVATION_TTL: '0' }).orderReservationTtlMs, 0)
     assert.equal(loadConfig({}).maxUnpaidOrders, 10)
+    assert.equal(loadConfig({ RETURN_WINDOW: '14d' }).returnWindowMs, 14 * 24 * 3600 * 1000)
+    assert.equal(loadConfig({ RETURN_WINDOW: '90s' }).returnWindowMs, 90_000)
+    assert.equal(loadConfig({ RETURN_WINDOW: '0' }).returnWindowMs, 0)
+    assert.equal(loadConfig({ RETURN_WINDOW: '3650d' }).returnWindowMs, 3650 * 24 * 3600 * 1000)
     assert.equal(loadConfig({ MAX_UNPAID_ORDERS: '0' }).maxUnpaidOrders, 0)
     assert.equal(loadConfig({ MAX_UNPAID_ORDERS: '3' }).maxUnpaidOrders, 3)
     assert.equal(loadConfig({ BODY_LIMIT: '2048' }).bodyLimit, 2048)
@@ -169,6 +174,10 @@ describe('configuration', () => {
     [{ IDEMPOTENCY_TTL: '0' }, /^Invalid IDEMPOTENCY_TTL="0": expected a positive duration/],
     [{ ORDER_RESERVATION_TTL: '60' }, /^Invalid ORDER_RESERVATION_TTL="60": expected 0 or a positive duration up to 365d, such as 10s, 90s, 15m, 24h, 7d$/],
     [{ ORDER_RESERVATION_TTL: '-5m' }, /^Invalid ORDER_RESERVATION_TTL="-5m": expected 0 or a positive duration/],
+    [{ RETURN_WINDOW: '30' }, /^Invalid RETURN_WINDOW="30": expected 0 or a positive duration up to 3650d, such as 10s, 90s, 15m, 24h, 7d$/],
+    [{ RETURN_WINDOW: '3651d' }, /^Invalid RETURN_WINDOW="3651d": expected 0 or a positive duration up to 3650d/],
+    [{ RETURN_WINDOW: '-1d' }, /^Invalid RETURN_WINDOW="-1d": expected 0 or a positive duration/],
+    [{ RETURN_WINDOW: '0s' }, /^Invalid RETURN_WINDOW="0s": expected 0 or a positive duration/],
     [{ EVENT_RETENTION: '0' }, /^Invalid EVENT_RETENTION="0": expected a positive duration up to 3650d/],
     [{ GIT_COMMIT: 'release-42' }, /^Invalid GIT_COMMIT="release-42": expected a commit id of 7 to 40 hexadecimal digits$/],
     [{ CURRENCY: 'usd' }, /^Invalid CURRENCY="usd": expected an ISO 4217 code/],

@@ -51,6 +51,8 @@ export type Product = ResponseData<'/api/v1/products/{id}', 'get'>
 export type Member = ResponseData<'/api/v1/members/me', 'get'>
 export type LoginRequest = RequestBody<'/api/v1/auth/login', 'post'>
 export type LoginResult = ResponseData<'/api/v1/auth/login', 'post'>
+export type Return = ResponseData<'/api/v1/orders/{id}/returns/{returnId}', 'get'>
+export type RequestReturnRequest = RequestBody<'/api/v1/orders/{id}/returns', 'post'>
 
 // ---- Answers ---------------------------------------------------------------------------------
 
@@ -222,6 +224,26 @@ export function createOrderClient (options: OrderClientOptions) {
     /** Deletes an order (soft): cancelled first when it is still active. */
     deleteOrder (id: number, opts: WriteOptions = {}): Promise<Answer<null>> {
       return unwrap(client.PATCH('/api/v1/orders/{id}/delete', { params: { path: { id: pathId(id) } }, headers: headersOf(opts) }))
+    },
+
+    /**
+     * Asks to send some of a delivered order's lines back (201, `location` set; `etag` is the order's
+     * new one). With an idempotency key, a repeat answers the first return again with `replayed: true`.
+     */
+    requestReturn (orderId: number, request: RequestReturnRequest, opts: IdempotentOptions = {}): Promise<Answer<Return>> {
+      return unwrap(client.POST('/api/v1/orders/{id}/returns', { params: { path: { id: pathId(orderId) } }, body: request, headers: headersOf(opts) }))
+    },
+
+    /** An order's returns, oldest first. */
+    listReturns (orderId: number): Promise<Answer<Return[]>> {
+      return unwrap(client.GET('/api/v1/orders/{id}/returns', { params: { path: { id: pathId(orderId) } } }))
+    },
+
+    /** Cancels a return that is still REQUESTED; `etag` is the order's new one. */
+    cancelReturn (orderId: number, returnId: number): Promise<Answer<Return>> {
+      return unwrap(client.PATCH('/api/v1/orders/{id}/returns/{returnId}/cancel', {
+        params: { path: { id: pathId(orderId), returnId: pathId(returnId) } },
+      }))
     },
 
     /** A payment (its order's customer, or an admin). */

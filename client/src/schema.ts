@@ -849,6 +849,130 @@ export interface paths {
         patch: operations["adminCancelFulfillment"];
         trace?: never;
     };
+    "/api/v1/orders/{id}/returns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's returns, oldest first
+         * @description Every return of the order, whatever its status, with its lines; for its owner or an admin. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["listOrderReturns"];
+        put?: never;
+        /**
+         * Ask to send goods back (the order's owner or an admin)
+         * @description A line may go back up to what was delivered of it minus what is returned or in open (REQUESTED) returns (400 naming `items[i].quantity`). The owner may ask within `RETURN_WINDOW` (default 30 days; `0`: never) of the latest delivery among the order's fulfilments, else 400 `RETURN_WINDOW_CLOSED`; admins at any time. A DELETED order takes no return. The answer carries the order's new `ETag`. With an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        post: operations["requestReturn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orders/{id}/returns/{returnId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a return of an order
+         * @description One return of the order, for its owner or an admin; a return of another order is 404 `RETURN_NOT_FOUND`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["getOrderReturn"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orders/{id}/returns/{returnId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Cancel a return (the order's owner or an admin)
+         * @description No request body. REQUESTED → CANCELLED; a return already CANCELLED is answered as it is, nothing changes; RECEIVED or REJECTED → 400 `INVALID_RETURN_STATUS`. The answer is the return, with the order's new `ETag`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["cancelReturn"];
+        trace?: never;
+    };
+    "/api/v1/admin/returns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every return, newest first (page shape)
+         * @description Filter by `status` (one or several, comma-separated) and `orderId`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["adminListReturns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/returns/{returnId}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Reject a return
+         * @description REQUESTED → REJECTED; `reason` (optional, ≤ 500 characters) is shown as `rejectionReason`. The body may be left out. A return already REJECTED is answered as it is, nothing changes; RECEIVED or CANCELLED → 400 `INVALID_RETURN_STATUS`. The answer is the return, with its order's new `ETag`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["adminRejectReturn"];
+        trace?: never;
+    };
+    "/api/v1/admin/returns/{returnId}/receive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Receive a return: record what came back, restock it, refund it
+         * @description REQUESTED → RECEIVED in one transaction: each line's quantity (at most what the return asked for; a line left out came back with nothing), `restock: true` puts it back in stock, and the refund (reason RETURN, newest captured payment first) is `refundAmount` when given (0 allowed; more than is still refundable → 400), else the received quantities × their unitPrice, capped at what is still refundable. A provider that cannot refund → 503, nothing changes. A return already RECEIVED is answered as it is; REJECTED or CANCELLED → 400 `INVALID_RETURN_STATUS`. The answer is the return, with its order's new `ETag`. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        patch: operations["adminReceiveReturn"];
+        trace?: never;
+    };
     "/api/v1/payments/history": {
         parameters: {
             query?: never;
@@ -2344,6 +2468,33 @@ export interface components {
              */
             updatedAt: string;
         };
+        ReturnEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Return"];
+            error: null;
+        };
+        ReturnListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["Return"][];
+            error: null;
+        };
+        ReturnPage: {
+            content: components["schemas"]["Return"][];
+            page: number;
+            size: number;
+            totalElements: number;
+            totalPages: number;
+            first: boolean;
+            last: boolean;
+        };
+        ReturnPageEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["ReturnPage"];
+            error: null;
+        };
         /** @enum {unknown} */
         EventType: "order.placed" | "order.confirmed" | "order.cancelled" | "order.expired" | "order.delivered" | "order.deleted" | "order.updated" | "payment.created" | "payment.succeeded" | "payment.failed" | "payment.refunded" | "payment.cancelled" | "order.edited" | "payment.updated" | "fulfillment.created" | "fulfillment.delivered" | "fulfillment.cancelled" | "return.requested" | "return.received" | "return.rejected" | "return.cancelled";
         /** @description The order as an admin reads it, without allowedActions and fulfillments (a fulfillment.* event carries its shipment in data.fulfillment) */
@@ -2736,6 +2887,22 @@ export interface components {
                 };
             };
         };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_ORDER_STATUS (Invalid Order Status), RETURN_WINDOW_CLOSED (Return Window Closed) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS_RETURN_WINDOW_CLOSED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_ORDER_STATUS" | "RETURN_WINDOW_CLOSED";
+                    };
+                };
+            };
+        };
         /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_PAYMENT_STATUS (Invalid Payment Status) */
         Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_PAYMENT_STATUS: {
             headers: {
@@ -2748,6 +2915,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_PAYMENT_STATUS";
+                    };
+                };
+            };
+        };
+        /** @description Bad Request: VALIDATION_FAILED (Validation Failed), MALFORMED_REQUEST (Malformed Request), INVALID_RETURN_STATUS (Invalid Return Status) */
+        Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_RETURN_STATUS: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "VALIDATION_FAILED" | "MALFORMED_REQUEST" | "INVALID_RETURN_STATUS";
                     };
                 };
             };
@@ -3071,6 +3254,38 @@ export interface components {
                 };
             };
         };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), RETURN_NOT_FOUND (Return Not Found) */
+        Error404_ORDER_NOT_FOUND_RETURN_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "RETURN_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), RETURN_NOT_FOUND (Return Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_ORDER_NOT_FOUND_RETURN_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "RETURN_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
         /** @description Not Found: PAYMENT_NOT_FOUND (Payment Not Found) */
         Error404_PAYMENT_NOT_FOUND: {
             headers: {
@@ -3165,6 +3380,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
+        /** @description Not Found: RETURN_NOT_FOUND (Return Not Found) */
+        Error404_RETURN_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "RETURN_NOT_FOUND";
                     };
                 };
             };
@@ -6269,6 +6500,8 @@ export interface operations {
                 paymentStatus?: string;
                 /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
                 fulfillmentStatus?: string;
+                /** @description true: only orders with a REQUESTED return; false: only orders without one */
+                hasOpenReturn?: "true" | "false";
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -6340,6 +6573,8 @@ export interface operations {
                 paymentStatus?: string;
                 /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
                 fulfillmentStatus?: string;
+                /** @description true: only orders with a REQUESTED return; false: only orders without one */
+                hasOpenReturn?: "true" | "false";
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -6414,6 +6649,8 @@ export interface operations {
                 paymentStatus?: string;
                 /** @description The order's fulfillmentStatus: one or several, comma-separated (UNFULFILLED, PARTIALLY_FULFILLED, FULFILLED), e.g. `UNFULFILLED,PARTIALLY_FULFILLED` */
                 fulfillmentStatus?: string;
+                /** @description true: only orders with a REQUESTED return; false: only orders without one */
+                hasOpenReturn?: "true" | "false";
                 customerId?: number;
                 /** @description Sort field, optionally followed by ,asc or ,desc (ascending when not given); ties are broken by id in the same direction. Without sort: createdAt,desc */
                 sort?: "createdAt" | "createdAt,asc" | "createdAt,desc" | "updatedAt" | "updatedAt,asc" | "updatedAt,desc" | "totalAmount" | "totalAmount,asc" | "totalAmount,desc" | "status" | "status,asc" | "status,desc";
@@ -7056,6 +7293,559 @@ export interface operations {
             401: components["responses"]["Error401_UNAUTHORIZED"];
             403: components["responses"]["Error403_ACCESS_DENIED"];
             404: components["responses"]["Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    listOrderReturns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "returnId": 5,
+                     *           "orderId": 42,
+                     *           "status": "REQUESTED",
+                     *           "items": [
+                     *             {
+                     *               "productId": 12,
+                     *               "quantity": 1,
+                     *               "reason": "DAMAGED",
+                     *               "receivedQuantity": null,
+                     *               "restock": null
+                     *             }
+                     *           ],
+                     *           "note": "The bag was torn open",
+                     *           "rejectionReason": null,
+                     *           "refundAmount": null,
+                     *           "createdAt": "2026-11-26T10:00:00.000Z",
+                     *           "updatedAt": "2026-11-26T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnListEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    requestReturn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "productId": 12,
+                 *           "quantity": 1,
+                 *           "reason": "DAMAGED"
+                 *         }
+                 *       ],
+                 *       "note": "The bag was torn open"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description One entry per order line, each product once */
+                    items: {
+                        productId: number;
+                        /** @description At most what was delivered of the line minus what is returned or in open returns */
+                        quantity: number;
+                        reason?: components["schemas"]["ReturnReason"] | null;
+                    }[];
+                    note?: string | null;
+                    /** @description Alternative to the Idempotency-Key header */
+                    idempotencyKey?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "REQUESTED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": null,
+                     *             "restock": null
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": null,
+                     *         "refundAmount": null,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-26T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            /** @description Created: the envelope with the new resource in `data` */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "REQUESTED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": null,
+                     *             "restock": null
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": null,
+                     *         "refundAmount": null,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-26T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS_RETURN_WINDOW_CLOSED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            409: components["responses"]["Error409_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    getOrderReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                returnId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "REQUESTED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": null,
+                     *             "restock": null
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": null,
+                     *         "refundAmount": null,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-26T10:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RETURN_NOT_FOUND_RESOURCE_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    cancelReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                returnId: number;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "CANCELLED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": null,
+                     *             "restock": null
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": null,
+                     *         "refundAmount": null,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-26T12:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_RETURN_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_RETURN_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminListReturns: {
+        parameters: {
+            query?: {
+                /** @description Zero-based page (default 0) */
+                page?: number;
+                /** @description Page size, 1..100 (default 20) */
+                size?: number;
+                /** @description One return status or several, comma-separated (REQUESTED, RECEIVED, REJECTED, CANCELLED), e.g. `REQUESTED` */
+                status?: string;
+                orderId?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "content": [
+                     *           {
+                     *             "returnId": 5,
+                     *             "orderId": 42,
+                     *             "status": "REQUESTED",
+                     *             "items": [
+                     *               {
+                     *                 "productId": 12,
+                     *                 "quantity": 1,
+                     *                 "reason": "DAMAGED",
+                     *                 "receivedQuantity": null,
+                     *                 "restock": null
+                     *               }
+                     *             ],
+                     *             "note": "The bag was torn open",
+                     *             "rejectionReason": null,
+                     *             "refundAmount": null,
+                     *             "createdAt": "2026-11-26T10:00:00.000Z",
+                     *             "updatedAt": "2026-11-26T10:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "page": 0,
+                     *         "size": 20,
+                     *         "totalElements": 1,
+                     *         "totalPages": 1,
+                     *         "first": true,
+                     *         "last": true
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnPageEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminRejectReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                returnId: number;
+            };
+            cookie?: never;
+        };
+        /** @description Optional: send no body at all (and no Content-Type), or a JSON object. An empty body sent with `Content-Type: application/json` is 400 MALFORMED_REQUEST. */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "No damage visible on the photos"
+                 *     }
+                 */
+                "application/json": {
+                    reason?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "REJECTED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": null,
+                     *             "restock": null
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": "No damage visible on the photos",
+                     *         "refundAmount": null,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-27T09:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_RETURN_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_RETURN_NOT_FOUND"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    adminReceiveReturn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                returnId: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Lines of the return, each product once; a line left out came back with nothing (receivedQuantity 0) */
+                    items: {
+                        productId: number;
+                        /** @description How many came back: at most what the return asked for */
+                        quantity: number;
+                        /** @description true puts that quantity back in the product's stock */
+                        restock: boolean;
+                    }[];
+                    /** @description The refund (reason RETURN), 0 allowed, at most what is still refundable (captured − refunded). Left out: the received quantities × their unitPrice, capped at what is still refundable */
+                    refundAmount?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "returnId": 5,
+                     *         "orderId": 42,
+                     *         "status": "RECEIVED",
+                     *         "items": [
+                     *           {
+                     *             "productId": 12,
+                     *             "quantity": 1,
+                     *             "reason": "DAMAGED",
+                     *             "receivedQuantity": 1,
+                     *             "restock": false
+                     *           }
+                     *         ],
+                     *         "note": "The bag was torn open",
+                     *         "rejectionReason": null,
+                     *         "refundAmount": 2450,
+                     *         "createdAt": "2026-11-26T10:00:00.000Z",
+                     *         "updatedAt": "2026-11-28T09:00:00.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReturnEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_RETURN_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_RETURN_NOT_FOUND"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];

@@ -7,6 +7,7 @@ import type { IdempotencyKeysTable } from '../idempotency/table.js'
 import type { MemberIdentitiesTable, MemberTokensTable, MembersTable } from '../members/table.js'
 import type { OrderHistoryTable, OrderItemsTable, OrdersTable } from '../orders/table.js'
 import type { PaymentRefundsTable, PaymentsTable } from '../payments/table.js'
+import type { ReturnItemsTable, ReturnsTable } from '../returns/table.js'
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../webhooks/table.js'
 
 /** Every table, as Kysely sees it (snake_case rows; features map them to API shapes). */
@@ -33,6 +34,8 @@ export interface Database {
   oidc_login_codes: OidcLoginCodesTable
   fulfillments: FulfillmentsTable
   fulfillment_items: FulfillmentItemsTable
+  returns: ReturnsTable
+  return_items: ReturnItemsTable
 }
 
 export type Db = Kysely<Database>

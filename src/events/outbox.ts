@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely'
 import { fulfilledOf } from '../fulfillments/repository.js'
+import { returnedOf } from '../returns/repository.js'
 import type { RefundReason } from '../payments/schemas.js'
 import type { OrderEdit } from '../edits/schemas.js'
 import type { Fulfillment } from '../fulfillments/schemas.js'
@@ -32,7 +33,7 @@ function subjectOf (a: Announcement): string | null {
 /** An order's items as the API shows them, read from order_items for the order row `o`. */
 export const storedItems = sql`(select jsonb_agg(jsonb_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
-    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', 0)
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', ${returnedOf('i')})
     order by i.position)
   from order_items i where i.order_id = o.id)`
 

@@ -14,6 +14,7 @@ import type { OrderAction, OrderDetail, OrderItem, OrderPaymentStatus, OrderStat
 import type { OrderHistoryRow, OrderRow } from './table.js'
 import { fulfilledOf, fulfillmentsJson } from '../fulfillments/repository.js'
 import type { Fulfillment } from '../fulfillments/schemas.js'
+import { returnedOf } from '../returns/repository.js'
 import type { OrderFulfillmentStatus } from '../fulfillments/table.js'
 
 export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPayment[], fulfillments: Fulfillment[] }
@@ -22,7 +23,7 @@ export type OrderWithItems = OrderRow & { items: OrderItem[], payments: OrderPay
 const itemsJson = sql<OrderItem[]>`coalesce((
   select json_agg(json_build_object(
     'productId', i.product_id, 'productName', i.product_name, 'quantity', i.quantity,
-    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', 0)
+    'unitPrice', i.unit_price, 'lineTotal', i.line_total, 'fulfilledQuantity', ${fulfilledOf('i')}, 'returnedQuantity', ${returnedOf('i')})
     order by i.position)
   from order_items i where i.order_id = orders.id), '[]'::json)`
 
@@ -400,6 +401,8 @@ export interface OrderFilter {
   paymentStatuses?: readonly OrderPaymentStatus[]
   /** The stored fulfilment status (CONTRACT §15.5), served by orders_fulfillment_status_created_idx. */
   fulfillmentStatuses?: readonly OrderFulfillmentStatus[]
+  /** Whether a return is REQUESTED (CONTRACT §15.5); true is served by orders_open_return_created_idx. */
+  hasOpenReturn?: boolean
 }
 
 /** Column names are qualified: the export joins members and payments, which have a status too. */
@@ -412,6 +415,8 @@ export function orderConditions (eb: ExpressionBuilder<Database, 'orders'>, filt
   if (filter.statuses) conditions.push(eb('orders.status', 'in', filter.statuses))
   if (filter.paymentStatuses) conditions.push(eb('orders.payment_status', 'in', filter.paymentStatuses))
   if (filter.fulfillmentStatuses) conditions.push(eb('orders.fulfillment_status', 'in', filter.fulfillmentStatuses))
+  // A literal, as the status above: a generic plan then still matches the partial index's predicate.
+  if (filter.hasOpenReturn !== undefined) conditions.push(eb('orders.has_open_return', '=', sql.lit(filter.hasOpenReturn)))
   if (filter.createdFrom) conditions.push(eb('orders.created_at', '>=', filter.createdFrom))
   if (filter.createdTo) conditions.push(eb('orders.created_at', '<', filter.createdTo))
   if (filter.minTotal !== undefined) conditions.push(eb('orders.total_amount', '>=', filter.minTotal))

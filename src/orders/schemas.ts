@@ -209,6 +209,9 @@ const AdminFilters = {
   status: Type.Optional(StatusFilter),
   paymentStatus: Type.Optional(PaymentStatusFilter),
   fulfillmentStatus: Type.Optional(FulfillmentStatusFilter),
+  hasOpenReturn: Type.Optional(Type.Enum(['true', 'false'], {
+    description: 'true: only orders with a REQUESTED return; false: only orders without one',
+  })),
   customerId: Type.Optional(Id),
   ...SortQuery(Object.keys(ORDER_SORT)),
 }

@@ -153,6 +153,7 @@ export function orderFilter (query: Partial<AdminOrderSearchQuery>): OrderFilter
     statuses: parseList('status', query.status, ORDER_STATUSES),
     paymentStatuses: parseList('paymentStatus', query.paymentStatus, ORDER_PAYMENT_STATUSES),
     fulfillmentStatuses: parseList('fulfillmentStatus', query.fulfillmentStatus, ORDER_FULFILLMENT_STATUSES),
+    hasOpenReturn: query.hasOpenReturn === undefined ? undefined : query.hasOpenReturn === 'true',
     createdFrom,
     createdTo,
     minTotal: query.minTotal,

@@ -23,6 +23,8 @@ export interface OrdersTable {
   payment_status: Generated<OrderPaymentStatus>
   /** How much has shipped (CONTRACT §15.3, §15.5); kept in the transaction of every shipment. */
   fulfillment_status: Generated<OrderFulfillmentStatus>
+  /** Whether a return of the order is REQUESTED (CONTRACT §15.5); kept in the transaction of every return step. */
+  has_open_return: Generated<boolean>
   /** When the unconfirmed order's stock reservation runs out; null = never (CONTRACT §11). */
   reserved_until: ColumnType<Date | null, Date | null | undefined, Date | null>
   version: Generated<number>

@@ -189,6 +189,15 @@ const orderReturn: Return = {
   updatedAt: '2026-11-26T10:00:00.000Z',
 }
 
+/** The return once its bag came back, was not restocked (torn) and was refunded at its unit price. */
+const receivedReturn: Return = {
+  ...orderReturn,
+  status: 'RECEIVED',
+  items: [{ ...orderReturn.items[0]!, receivedQuantity: 1, restock: false }],
+  refundAmount: 2450,
+  updatedAt: '2026-11-28T09:00:00.000Z',
+}
+
 /**
  * What each event type leaves the order and its payment as, and the event's place in the order's
  * `sequence` (placed 1; confirmed with its payment 2–3; paid 4; then one of the endings).
@@ -214,7 +223,7 @@ const EVENT_STATES: Record<EventType, {
   'fulfillment.delivered': { status: 'CONFIRMED', payment: 'COMPLETED', sequence: 8, subject: { fulfillment: { ...fulfillment, status: 'DELIVERED', deliveredAt: '2026-11-25T11:20:00.000Z' } } },
   'fulfillment.cancelled': { status: 'CONFIRMED', payment: 'COMPLETED', sequence: 8, subject: { fulfillment: { ...fulfillment, status: 'CANCELLED' } } },
   'return.requested': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 9, subject: { return: orderReturn } },
-  'return.received': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 11, subject: { return: { ...orderReturn, status: 'RECEIVED', items: [{ ...orderReturn.items[0]!, receivedQuantity: 1, restock: false }], refundAmount: 2450, updatedAt: '2026-11-28T09:00:00.000Z' } } },
+  'return.received': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 11, subject: { return: receivedReturn } },
   'return.rejected': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 10, subject: { return: { ...orderReturn, status: 'REJECTED', rejectionReason: 'No damage visible on the photos', updatedAt: '2026-11-27T09:00:00.000Z' } } },
   'return.cancelled': { status: 'DELIVERED', payment: 'COMPLETED', sequence: 10, subject: { return: { ...orderReturn, status: 'CANCELLED', updatedAt: '2026-11-26T12:00:00.000Z' } } },
 }
@@ -351,6 +360,14 @@ export const REQUEST_EXAMPLES: Record<string, MediaExample> = {
   'post /api/v1/admin/orders/{id}/fulfillments': one({
     items: [{ productId: 12, quantity: 2 }], carrier: 'UPS', trackingNumber: '1Z999AA10123456784', trackingUrl: 'https://www.ups.com/track?tracknum=1Z999AA10123456784',
   }),
+  'post /api/v1/orders/{id}/returns': one({ items: [{ productId: 12, quantity: 1, reason: 'DAMAGED' }], note: 'The bag was torn open' }),
+  'patch /api/v1/admin/returns/{returnId}/reject': one({ reason: 'No damage visible on the photos' }),
+  'patch /api/v1/admin/returns/{returnId}/receive': {
+    examples: {
+      byPrice: { summary: 'Refund what came back at its unit price', value: { items: [{ productId: 12, quantity: 1, restock: false }] } },
+      amount: { summary: 'Refund an amount of your choosing (0 allowed)', value: { items: [{ productId: 12, quantity: 1, restock: true }], refundAmount: 1000 } },
+    },
+  },
 }
 
 /** Answers that are not a named component's envelope, by `method path status`. */
@@ -365,6 +382,15 @@ export const RESPONSE_EXAMPLES: Record<string, unknown> = {
     'orderPaymentStatus,fulfillmentStatus,paidAmount,refundedAmount,balanceDue\r\n' +
     '42,7,ada@example.com,CONFIRMED,2,5250,USD,9,COMPLETED,"1 Main St, Springfield",Leave at the door,2026-11-22T09:30:00.000Z,2026-11-22T09:31:12.408Z,' +
     'PAID,UNFULFILLED,5250,0,0\r\n',
+  'patch /api/v1/orders/{id}/returns/{returnId}/cancel 200': {
+    success: true, data: { ...orderReturn, status: 'CANCELLED', updatedAt: '2026-11-26T12:00:00.000Z' }, error: null,
+  },
+  'patch /api/v1/admin/returns/{returnId}/reject 200': {
+    success: true,
+    data: { ...orderReturn, status: 'REJECTED', rejectionReason: 'No damage visible on the photos', updatedAt: '2026-11-27T09:00:00.000Z' },
+    error: null,
+  },
+  'patch /api/v1/admin/returns/{returnId}/receive 200': { success: true, data: receivedReturn, error: null },
   'get /actuator/prometheus 200': '# HELP orders_placed_total Orders placed (idempotent replays not counted)\n# TYPE orders_placed_total counter\norders_placed_total 1532\n',
   'get /v3/api-docs 200': { openapi: '3.1.0', info: { title: 'Order service API', version: '0.1.0' }, paths: {} },
   'get /docs/index.html 200': '<!doctype html><html lang="en"><head><title>Order service API</title></head><body>…</body></html>',
