@@ -31,6 +31,7 @@ import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
 import { createBrokerSink } from './events/broker.js'
+import { editRoutes } from './edits/routes.js'
 import { eventRoutes } from './events/routes.js'
 import { fulfillmentRoutes } from './fulfillments/routes.js'
 import { purgeOldEvents } from './events/repository.js'
@@ -246,6 +247,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(orderRoutes, { paymentProvider })
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(fulfillmentRoutes)
+  await app.register(editRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
   await app.register(eventRoutes)
   await app.register(webhookRoutes)
