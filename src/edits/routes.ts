@@ -45,7 +45,11 @@ export const editRoutes: FastifyPluginAsyncTypebox<{ paymentProvider: PaymentPro
     const key = idempotencyKeyOf(request.headers['idempotency-key'], request.body.idempotencyKey)
     assertEditRequest(request.body)
     const outcome = await editOrder(app.db, paymentProvider, app.config, principal, request.params.id, request.body, {
-      ifMatch: request.headers['if-match'], dryRun, key: dryRun ? undefined : key,
+      ifMatch: request.headers['if-match'],
+      dryRun,
+      key: dryRun ? undefined : key,
+      keyPath: `/api/v1/orders/${request.params.id}/edits`,
+      answerAs: dryRun ? { status: 200, location: null } : { status: 201, location: '/api/v1/orders/{id}/edits/{editId}' },
     })
     // A preview changes nothing: the order keeps its version, and its ETag is sent as it is.
     return sendAnswer(reply, outcome, edit => ({ ETag: `"${dryRun ? edit.fromVersion : edit.toVersion}"` }))

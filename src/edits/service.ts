@@ -24,8 +24,11 @@ export interface EditRequest {
   /** The `If-Match` header, when sent. */
   ifMatch: string | undefined
   dryRun: boolean
-  /** The idempotency key (header or body), when sent. */
+  /** The idempotency key (header or body), when sent, and the path it is scoped to (CONTRACT §3: caller × method × path). */
   key: string | undefined
+  keyPath: string
+  /** The answer's status, and its `Location` (`{id}`, `{editId}` stand for the order's and the edit's ids) when it applies the edit. */
+  answerAs: { status: number, location: string | null }
 }
 
 /** The checks of an edit that need no database (CONTRACT §10): a product listed twice is 400. */
@@ -63,8 +66,8 @@ export async function editOrder (
     }
     const work = () => applyEdit(trx, provider, principal, order, body, request)
     if (request.dryRun) return { ...await work() as { status: number, body: OrderEdit }, replayed: false }
-    const path = `/api/v1/orders/${order.id}/edits`
-    return answerOnce(trx, { scope: { memberId: principal.memberId, method: 'POST', path }, key: request.key, body, ttlMs: config.idempotencyTtlMs }, work)
+    const scope = { memberId: principal.memberId, method: 'POST', path: request.keyPath }
+    return answerOnce(trx, { scope, key: request.key, body, ttlMs: config.idempotencyTtlMs }, work)
   })
 }
 
@@ -213,7 +216,7 @@ async function applyEdit (
     // A preview names the payment that would be adjusted or refunded from; a payment yet to be opened has no id.
     const paymentId = plan.refund ? newestRefundable(payments) : plan.adjust?.payment.id ?? null
     return {
-      status: 200,
+      status: request.answerAs.status,
       body: { editId: null, ...edit, settlement: { kind: plan.kind, amount: plan.amount, paymentId }, createdAt: new Date().toISOString() },
     }
   }
@@ -228,7 +231,8 @@ async function applyEdit (
   await updateOrder(trx, { ...order, items }, {
     status: order.status, memo: order.memo, shippingAddress, paymentId: order.payment_id,
   }, { action: 'edit', actor: { id: principal.memberId, role: principal.role }, refs: { editId } }, [...events, { type: 'order.edited', edit: answer }])
-  return { status: 201, body: answer, location: `/api/v1/orders/${order.id}/edits/${editId}` }
+  const location = request.answerAs.location?.replace('{id}', String(order.id)).replace('{editId}', String(editId)) ?? null
+  return { status: request.answerAs.status, body: answer, location }
 }
 
 /** The order's lines after the edit: kept lines in their place (changed or not), removed ones gone, new ones after them in the request's order. */

@@ -243,7 +243,9 @@ describeEachBackend('editing an order before confirmation', (ctx) => {
     const o = { admin, owner, a: products[0]!, b: products[100]!, orderId: placed.orderId, orderUrl: `/api/v1/orders/${placed.orderId}`, editsUrl: `/api/v1/orders/${placed.orderId}/edits` }
     const before = await everything(ctx.api, o)
     assertError(await edit(ctx.api, o, owner, { changes: [{ productId: o.b, quantity: 1 }] }), {
-      code: 'VALIDATION_FAILED', instance: o.editsUrl, detail: REQUEST_INVALID,
+      code: 'VALIDATION_FAILED',
+      instance: o.editsUrl,
+      detail: REQUEST_INVALID,
       invalidParams: [{ field: 'changes', message: 'would leave the order with 101 lines; an order has at most 100' }],
     })
     assert.deepEqual(await everything(ctx.api, o), before)
@@ -296,7 +298,8 @@ describeEachBackend('editing an order before confirmation', (ctx) => {
       code: 'IDEMPOTENCY_KEY_REUSED', instance: o.editsUrl, detail: 'This idempotency key was already used with a different request body.',
     })
     assertError(await edit(ctx.api, o, o.owner, payload, { headers: { 'idempotency-key': 'edit-1' }, ifMatch: null }), {
-      code: 'PRECONDITION_REQUIRED', instance: o.editsUrl,
+      code: 'PRECONDITION_REQUIRED',
+      instance: o.editsUrl,
       detail: 'An edit needs If-Match with the order\'s ETag (now "2"), so that it applies to the version it was made against.',
     })
     assert.deepEqual(await everything(ctx.api, o), after)
@@ -324,7 +327,9 @@ describeEachBackend('editing an order before confirmation', (ctx) => {
     await ctx.api.app.db.insertInto('fulfillment_items').values({ fulfillment_id: id, product_id: o.a, quantity: 1 }).execute()
     const before = await everything(ctx.api, o)
     assertError(await edit(ctx.api, o, o.owner, { changes: [{ productId: o.b, quantity: 1 }, { productId: o.a, quantity: 0 }] }), {
-      code: 'VALIDATION_FAILED', instance: o.editsUrl, detail: REQUEST_INVALID,
+      code: 'VALIDATION_FAILED',
+      instance: o.editsUrl,
+      detail: REQUEST_INVALID,
       invalidParams: [{ field: 'changes[1].quantity', message: 'must be at least 1, the quantity already shipped' }],
     })
     assert.deepEqual(await everything(ctx.api, o), before)

@@ -24,8 +24,12 @@ const changeOfA = (o: Placed, fromVersion: number, before: number, after: number
 })
 
 const money = (order: any) => ({
-  totalAmount: order.totalAmount, payments: order.payments, paidAmount: order.paidAmount, refundedAmount: order.refundedAmount,
-  balanceDue: order.balanceDue, paymentStatus: order.paymentStatus,
+  totalAmount: order.totalAmount,
+  payments: order.payments,
+  paidAmount: order.paidAmount,
+  refundedAmount: order.refundedAmount,
+  balanceDue: order.balanceDue,
+  paymentStatus: order.paymentStatus,
 })
 
 /** The events after `skip`, as [type, paymentId, refund] and the edit of order.edited. */
@@ -84,7 +88,10 @@ describeEachBackend('settling an edit of a confirmed order', (ctx) => {
     assert.deepEqual(money(await adminOrder(ctx.api, o)), {
       totalAmount: 1500,
       payments: [{ paymentId, amount: 1000, refundedAmount: 0, status: 'COMPLETED' }, { paymentId: second, amount: 500, refundedAmount: 0, status: 'PENDING' }],
-      paidAmount: 1000, refundedAmount: 0, balanceDue: 500, paymentStatus: 'PARTIALLY_PAID',
+      paidAmount: 1000,
+      refundedAmount: 0,
+      balanceDue: 500,
+      paymentStatus: 'PARTIALLY_PAID',
     })
     assert.deepEqual(await eventsAfter(ctx, o, seen), [['payment.created', second, null, null], ['order.edited', second, null, done]])
     await pay(ctx.api, o, second)
@@ -115,7 +122,10 @@ describeEachBackend('settling an edit of a confirmed order', (ctx) => {
     assert.deepEqual(money(await adminOrder(ctx.api, o)), {
       totalAmount: 500,
       payments: [{ paymentId: first, amount: 1000, refundedAmount: 500, status: 'PARTIALLY_REFUNDED' }, { paymentId: second, amount: 500, refundedAmount: 500, status: 'REFUNDED' }],
-      paidAmount: 1500, refundedAmount: 1000, balanceDue: 0, paymentStatus: 'PARTIALLY_REFUNDED',
+      paidAmount: 1500,
+      refundedAmount: 1000,
+      balanceDue: 0,
+      paymentStatus: 'PARTIALLY_REFUNDED',
     })
     assert.deepEqual(await eventsAfter(ctx, o, seen), [
       ['payment.refunded', second, { amount: 500, reason: 'EDIT', editId: done.editId }, null],
@@ -142,7 +152,10 @@ describeEachBackend('settling an edit of a confirmed order', (ctx) => {
     assert.deepEqual(money(await adminOrder(ctx.api, o)), {
       totalAmount: 500,
       payments: [{ paymentId: first, amount: 1000, refundedAmount: 500, status: 'PARTIALLY_REFUNDED' }, { paymentId: second, amount: 500, refundedAmount: 0, status: 'CANCELLED' }],
-      paidAmount: 1000, refundedAmount: 500, balanceDue: 0, paymentStatus: 'PARTIALLY_REFUNDED',
+      paidAmount: 1000,
+      refundedAmount: 500,
+      balanceDue: 0,
+      paymentStatus: 'PARTIALLY_REFUNDED',
     })
     assert.deepEqual(await eventsAfter(ctx, o, seen), [
       ['payment.cancelled', second, null, null],
@@ -157,8 +170,16 @@ describeEachBackend('settling an edit of a confirmed order', (ctx) => {
     const paymentId = await confirmed(ctx.api, o)
     const seen = (await eventsOf(ctx.api, o)).length
     const done = assertEdit(await edit(ctx.api, o, o.admin, { changes: [{ productId: o.a, quantity: 2 }], shippingAddress: '9 Elm St' }, { ifMatch: '"2"' }), 201, {
-      orderId: o.orderId, fromVersion: 2, toVersion: 3, changes: [], shippingAddressChanged: true, totalBefore: 1000, totalAfter: 1000,
-      settlement: { kind: 'NONE', amount: 0, paymentId: null }, actorId: o.admin.id, actorRole: 'ADMIN',
+      orderId: o.orderId,
+      fromVersion: 2,
+      toVersion: 3,
+      changes: [],
+      shippingAddressChanged: true,
+      totalBefore: 1000,
+      totalAfter: 1000,
+      settlement: { kind: 'NONE', amount: 0, paymentId: null },
+      actorId: o.admin.id,
+      actorRole: 'ADMIN',
     })
     assert.deepEqual(await eventsAfter(ctx, o, seen), [['order.edited', paymentId, null, done]])
     assert.equal((await adminOrder(ctx.api, o)).shippingAddress, '9 Elm St')
@@ -187,7 +208,8 @@ describeEachBackend('an edit whose refund the provider cannot make', (ctx) => {
     const key = { 'idempotency-key': 'edit-503' }
     const res = await edit(ctx.api, o, o.admin, { changes: [{ productId: o.a, quantity: 1 }] }, { ifMatch: '"2"', headers: key })
     assertError(res, {
-      code: 'SERVICE_UNAVAILABLE', instance: o.editsUrl,
+      code: 'SERVICE_UNAVAILABLE',
+      instance: o.editsUrl,
       detail: 'The payment provider could not be reached or did not complete the operation; nothing was changed. Try again.',
     })
     assert.equal(res.headers['retry-after'], '5')
