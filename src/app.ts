@@ -31,6 +31,7 @@ import { registerMetrics, timeRequest } from './ops/metrics.js'
 import { registerOpenApi } from './ops/openapi.js'
 import { opsRoutes } from './ops/routes.js'
 import { createBrokerSink } from './events/broker.js'
+import { editRoutes } from './edits/routes.js'
 import { eventRoutes } from './events/routes.js'
 import { fulfillmentRoutes } from './fulfillments/routes.js'
 import { returnRoutes } from './returns/routes.js'
@@ -248,6 +249,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(adminOrderRoutes, { paymentProvider })
   await app.register(fulfillmentRoutes, { mailer: identity.mailer })
   await app.register(returnRoutes, { paymentProvider })
+  await app.register(editRoutes, { paymentProvider })
   await app.register(paymentRoutes, { paymentProvider })
   await app.register(eventRoutes)
   await app.register(webhookRoutes)

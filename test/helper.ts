@@ -63,7 +63,7 @@ export async function createTestDatabase (backend: Backend, options: OpenOptions
 const TABLES = [
   'webhook_deliveries', 'webhook_endpoints', 'events', 'idempotency_keys', 'payment_refunds', 'payments', 'order_history', 'order_items', 'orders', 'products', 'categories',
   'refresh_tokens', 'sessions', 'member_tokens', 'api_keys', 'oidc_flows', 'oidc_login_codes',
-  'fulfillment_items', 'fulfillments', 'return_items', 'returns',
+  'fulfillment_items', 'fulfillments', 'return_items', 'returns', 'order_edits',
 ]
 
 /** Empties every table but keeps the admin (and the signing key), so tests start from the same state. */

@@ -44,6 +44,8 @@ export type OrderHistoryEntry = ResponseData<'/api/v1/orders/{id}/history', 'get
 export type PlaceOrderRequest = RequestBody<'/api/v1/orders', 'post'>
 export type UpdateOrderRequest = RequestBody<'/api/v1/orders/{id}', 'patch'>
 export type OrderListQuery = QueryParams<'/api/v1/orders', 'get'>
+export type OrderEdit = ResponseData<'/api/v1/orders/{id}/edits/{editId}', 'get'>
+export type EditOrderRequest = RequestBody<'/api/v1/orders/{id}/edits', 'post'>
 export type Payment = ResponseData<'/api/v1/payments/{id}', 'get'>
 export type Fulfillment = ResponseData<'/api/v1/orders/{id}/fulfillments/{fulfillmentId}', 'get'>
 export type ShipRequest = RequestBody<'/api/v1/admin/orders/{id}/fulfillments', 'post'>
@@ -244,6 +246,25 @@ export function createOrderClient (options: OrderClientOptions) {
       return unwrap(client.PATCH('/api/v1/orders/{id}/returns/{returnId}/cancel', {
         params: { path: { id: pathId(orderId), returnId: pathId(returnId) } },
       }))
+    },
+
+    /**
+     * Edits an order's lines or address (201, `location` and the order's new `etag` set). `ifMatch` is
+     * required (the order's `etag`); with `dryRun: true` the answer (200, `editId` null) shows the edit
+     * and its settlement as they would be, and nothing changes. With an idempotency key, a repeat
+     * answers the first edit again with `replayed: true`.
+     */
+    editOrder (id: number, edit: EditOrderRequest, opts: WriteOptions & IdempotentOptions & { dryRun?: boolean } = {}): Promise<Answer<OrderEdit>> {
+      return unwrap(client.POST('/api/v1/orders/{id}/edits', {
+        params: { path: { id: pathId(id) }, query: opts.dryRun ? { dryRun: true } : {} },
+        body: edit,
+        headers: headersOf(opts),
+      }))
+    },
+
+    /** An order's edits, oldest first. */
+    listOrderEdits (id: number): Promise<Answer<OrderEdit[]>> {
+      return unwrap(client.GET('/api/v1/orders/{id}/edits', { params: { path: { id: pathId(id) } } }))
     },
 
     /** A payment (its order's customer, or an admin). */

@@ -973,6 +973,50 @@ export interface paths {
         patch: operations["adminReceiveReturn"];
         trace?: never;
     };
+    "/api/v1/orders/{id}/edits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An order's edits, oldest first
+         * @description Every applied edit of the order, with the lines it changed and how it settled the money; for its owner or an admin. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["listOrderEdits"];
+        put?: never;
+        /**
+         * Change an order's lines or shipping address
+         * @description Each change sets a line's new quantity: 0 removes it, a product not on the order is added at its current price (it must be ACTIVE), an existing line keeps its price; a line cannot go below what shipped. The owner edits while PLACED or PENDING, an admin also while CONFIRMED. `If-Match` with the order's ETag is required (absent 428, stale 412). More stock is reserved all or nothing (409), less released, and the difference in money settled in the same transaction: NONE before confirmation, PAYMENT_ADJUSTED (the open payment takes the difference), REFUND (reason EDIT, newest captured payment first) or PAYMENT (a new PENDING payment for the rise). `?dryRun=true` answers 200 with the edit as it would be applied (editId null) and changes nothing. Otherwise 201 with `Location` and the order's new `ETag`; with an idempotency key, a repeat returns the first result with 200 and `Idempotent-Replayed: true`, even when its If-Match is stale by then. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        post: operations["editOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orders/{id}/edits/{editId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One edit of an order
+         * @description An edit of the order by its id; an id that is not one of this order's edits is 404 EDIT_NOT_FOUND. Unknown query parameters are refused: 400 VALIDATION_FAILED naming each (at most the first 20; `detail` gives the total).
+         */
+        get: operations["getOrderEdit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/payments/history": {
         parameters: {
             query?: never;
@@ -2431,6 +2475,18 @@ export interface components {
              */
             createdAt: string;
         };
+        OrderEditEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderEdit"];
+            error: null;
+        };
+        OrderEditListEnvelope: {
+            /** @enum {boolean} */
+            success: true;
+            data: components["schemas"]["OrderEdit"][];
+            error: null;
+        };
         /**
          * @description REQUESTED (open), then RECEIVED (goods back, refunded), REJECTED (by staff) or CANCELLED (by the owner or staff)
          * @enum {unknown}
@@ -3206,6 +3262,22 @@ export interface components {
                 };
             };
         };
+        /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), EDIT_NOT_FOUND (Edit Not Found), RESOURCE_NOT_FOUND (Not Found) */
+        Error404_ORDER_NOT_FOUND_EDIT_NOT_FOUND_RESOURCE_NOT_FOUND: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "ORDER_NOT_FOUND" | "EDIT_NOT_FOUND" | "RESOURCE_NOT_FOUND";
+                    };
+                };
+            };
+        };
         /** @description Not Found: ORDER_NOT_FOUND (Order Not Found), FULFILLMENT_NOT_FOUND (Fulfillment Not Found) */
         Error404_ORDER_NOT_FOUND_FULFILLMENT_NOT_FOUND: {
             headers: {
@@ -3518,6 +3590,22 @@ export interface components {
                 };
             };
         };
+        /** @description Conflict: INSUFFICIENT_STOCK (Insufficient Stock), IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight) */
+        Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "INSUFFICIENT_STOCK" | "IDEMPOTENCY_KEY_IN_FLIGHT";
+                    };
+                };
+            };
+        };
         /** @description Conflict: INSUFFICIENT_STOCK (Insufficient Stock), IDEMPOTENCY_KEY_IN_FLIGHT (Idempotency Key In Flight), UNPAID_ORDER_LIMIT_REACHED (Unpaid Order Limit Reached) */
         Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT_UNPAID_ORDER_LIMIT_REACHED: {
             headers: {
@@ -3664,6 +3752,22 @@ export interface components {
                     error?: {
                         /** @enum {string} */
                         code?: "IDEMPOTENCY_KEY_REUSED";
+                    };
+                };
+            };
+        };
+        /** @description Precondition Required: PRECONDITION_REQUIRED (Precondition Required) */
+        Error428_PRECONDITION_REQUIRED: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["ErrorEnvelope"] & {
+                    error?: {
+                        /** @enum {string} */
+                        code?: "PRECONDITION_REQUIRED";
                     };
                 };
             };
@@ -7848,6 +7952,287 @@ export interface operations {
             404: components["responses"]["Error404_RETURN_NOT_FOUND"];
             413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
             415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    listOrderEdits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "editId": 4,
+                     *           "orderId": 42,
+                     *           "fromVersion": 2,
+                     *           "toVersion": 3,
+                     *           "changes": [
+                     *             {
+                     *               "productId": 12,
+                     *               "productName": "Espresso beans, 1 kg",
+                     *               "quantityBefore": 2,
+                     *               "quantityAfter": 3,
+                     *               "unitPrice": 2450
+                     *             }
+                     *           ],
+                     *           "shippingAddressChanged": false,
+                     *           "totalBefore": 5250,
+                     *           "totalAfter": 7700,
+                     *           "settlement": {
+                     *             "kind": "NONE",
+                     *             "amount": 0,
+                     *             "paymentId": null
+                     *           },
+                     *           "actorId": 7,
+                     *           "actorRole": "USER",
+                     *           "createdAt": "2026-11-22T09:30:40.000Z"
+                     *         }
+                     *       ],
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrderEditListEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    editOrder: {
+        parameters: {
+            query?: {
+                /** @description `true`: answer 200 with the edit as it would be applied (editId null) and change nothing */
+                dryRun?: boolean;
+            };
+            header?: {
+                /** @description 1..255 printable ASCII characters; a UUID v4 is recommended. The same as the body's `idempotencyKey`; with both, they must be equal. */
+                "idempotency-key"?: string;
+                /** @description The order's ETag, required: absent → 428, stale → 412 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Each product at most once */
+                    changes: {
+                        productId: number;
+                        /** @description The line's new quantity: 0 removes it; a product not on the order adds a line at its current price */
+                        quantity: number;
+                    }[];
+                    shippingAddress?: string | null;
+                    /** @description Alternative to the Idempotency-Key header */
+                    idempotencyKey?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "editId": null,
+                     *         "orderId": 42,
+                     *         "fromVersion": 4,
+                     *         "toVersion": 5,
+                     *         "changes": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantityBefore": 2,
+                     *             "quantityAfter": 3,
+                     *             "unitPrice": 2450
+                     *           }
+                     *         ],
+                     *         "shippingAddressChanged": false,
+                     *         "totalBefore": 5250,
+                     *         "totalAfter": 7700,
+                     *         "settlement": {
+                     *           "kind": "PAYMENT",
+                     *           "amount": 2450,
+                     *           "paymentId": null
+                     *         },
+                     *         "actorId": 1,
+                     *         "actorRole": "ADMIN",
+                     *         "createdAt": "2026-11-22T09:30:40.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrderEditEnvelope"];
+                };
+            };
+            /** @description Created: the envelope with the new resource in `data` */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "editId": 4,
+                     *         "orderId": 42,
+                     *         "fromVersion": 2,
+                     *         "toVersion": 3,
+                     *         "changes": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantityBefore": 2,
+                     *             "quantityAfter": 3,
+                     *             "unitPrice": 2450
+                     *           }
+                     *         ],
+                     *         "shippingAddressChanged": false,
+                     *         "totalBefore": 5250,
+                     *         "totalAfter": 7700,
+                     *         "settlement": {
+                     *           "kind": "NONE",
+                     *           "amount": 0,
+                     *           "paymentId": null
+                     *         },
+                     *         "actorId": 7,
+                     *         "actorRole": "USER",
+                     *         "createdAt": "2026-11-22T09:30:40.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrderEditEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED_MALFORMED_REQUEST_INVALID_ORDER_STATUS"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND"];
+            409: components["responses"]["Error409_INSUFFICIENT_STOCK_IDEMPOTENCY_KEY_IN_FLIGHT"];
+            412: components["responses"]["Error412_PRECONDITION_FAILED"];
+            413: components["responses"]["Error413_PAYLOAD_TOO_LARGE_2"];
+            415: components["responses"]["Error415_UNSUPPORTED_MEDIA_TYPE_2"];
+            422: components["responses"]["Error422_IDEMPOTENCY_KEY_REUSED"];
+            428: components["responses"]["Error428_PRECONDITION_REQUIRED"];
+            500: components["responses"]["Error500_INTERNAL_ERROR"];
+            503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
+        };
+    };
+    getOrderEdit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                id: number;
+                /**
+                 * @description A positive 64-bit integer (at most 9223372036854775807), written in decimal without leading zeros
+                 * @example 42
+                 */
+                editId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK: the envelope with the result in `data` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "editId": 4,
+                     *         "orderId": 42,
+                     *         "fromVersion": 2,
+                     *         "toVersion": 3,
+                     *         "changes": [
+                     *           {
+                     *             "productId": 12,
+                     *             "productName": "Espresso beans, 1 kg",
+                     *             "quantityBefore": 2,
+                     *             "quantityAfter": 3,
+                     *             "unitPrice": 2450
+                     *           }
+                     *         ],
+                     *         "shippingAddressChanged": false,
+                     *         "totalBefore": 5250,
+                     *         "totalAfter": 7700,
+                     *         "settlement": {
+                     *           "kind": "NONE",
+                     *           "amount": 0,
+                     *           "paymentId": null
+                     *         },
+                     *         "actorId": 7,
+                     *         "actorRole": "USER",
+                     *         "createdAt": "2026-11-22T09:30:40.000Z"
+                     *       },
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrderEditEnvelope"];
+                };
+            };
+            400: components["responses"]["Error400_VALIDATION_FAILED"];
+            401: components["responses"]["Error401_UNAUTHORIZED"];
+            403: components["responses"]["Error403_ACCESS_DENIED"];
+            404: components["responses"]["Error404_ORDER_NOT_FOUND_EDIT_NOT_FOUND_RESOURCE_NOT_FOUND"];
             500: components["responses"]["Error500_INTERNAL_ERROR"];
             503: components["responses"]["Error503_SERVICE_UNAVAILABLE"];
         };

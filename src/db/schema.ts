@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { ApiKeysTable, OidcFlowsTable, OidcLoginCodesTable, RefreshTokensTable, SessionsTable } from '../auth/table.js'
 import type { CategoriesTable, ProductsTable } from '../catalog/table.js'
+import type { OrderEditsTable } from '../edits/table.js'
 import type { EventsTable } from '../events/table.js'
 import type { FulfillmentItemsTable, FulfillmentsTable } from '../fulfillments/table.js'
 import type { IdempotencyKeysTable } from '../idempotency/table.js'
@@ -36,6 +37,7 @@ export interface Database {
   fulfillment_items: FulfillmentItemsTable
   returns: ReturnsTable
   return_items: ReturnItemsTable
+  order_edits: OrderEditsTable
 }
 
 export type Db = Kysely<Database>

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { Component, Id, Money, Nullable, Ref, Timestamp } from '../http/schemas.js'
+import { Component, Envelope, Id, IdempotencyKeyField, Money, Nullable, PathId, Ref, Timestamp } from '../http/schemas.js'
+import { ShippingAddress } from '../orders/schemas.js'
 import { RoleSchema } from '../members/schemas.js'
 
 /** How an edit settles the difference it makes (CONTRACT §15.2, §15.7). */
@@ -36,3 +37,24 @@ export const OrderEdit = Component('OrderEdit', Type.Object({
   createdAt: Timestamp,
 }, { description: 'An edit of an order\'s lines or address, and how its difference in money was settled; editId is null in a dry-run preview' }))
 export type OrderEdit = Static<typeof OrderEdit>
+
+/** `POST /orders/{id}/edits`'s body (CONTRACT §15.2). */
+export const EditOrderBody = Type.Object({
+  changes: Type.Array(Type.Object({
+    productId: Id,
+    quantity: Type.Integer({ minimum: 0, maximum: 10_000, description: 'The line\'s new quantity: 0 removes it; a product not on the order adds a line at its current price' }),
+  }, { additionalProperties: false }), { minItems: 1, maxItems: 100, description: 'Each product at most once' }),
+  shippingAddress: Type.Optional(Nullable(ShippingAddress)),
+  idempotencyKey: IdempotencyKeyField,
+}, { additionalProperties: false })
+export type EditOrderBody = Static<typeof EditOrderBody>
+
+export const EditQuery = Type.Object({
+  dryRun: Type.Optional(Type.Boolean({ description: '`true`: answer 200 with the edit as it would be applied (editId null) and change nothing' })),
+}, { additionalProperties: false })
+
+export const EditIdParams = Type.Object({ id: PathId, editId: PathId }, { additionalProperties: false })
+
+/** The answers' envelopes, made when this module loads (as every component). */
+export const OrderEditAnswer = Envelope(OrderEdit)
+export const OrderEditListAnswer = Envelope(Type.Array(OrderEdit))

@@ -15,6 +15,7 @@ import * as unpaidOrders from './2026-11-27-01-unpaid-orders.js'
 import * as orderMoney from './2026-11-27-02-order-money.js'
 import * as fulfillments from './2026-11-27-03-fulfillments.js'
 import * as historyRefs from './2026-11-27-04-history-refs.js'
+import * as orderEdits from './2026-11-27-05-order-edits.js'
 import * as returns from './2026-11-27-06-returns.js'
 
 /** Every migration, in order. Names sort by date; a landed migration is never edited. */
@@ -35,5 +36,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27-02-order-money': orderMoney,
   '2026-11-27-03-fulfillments': fulfillments,
   '2026-11-27-04-history-refs': historyRefs,
+  '2026-11-27-05-order-edits': orderEdits,
   '2026-11-27-06-returns': returns,
 }

@@ -62,7 +62,7 @@ export const OrderActionSchema = Component('OrderAction', Type.Enum([
 ], { description: 'What the step did: a status verb, update (memo or address), expire (the service), edit (the lines), a shipment\'s steps or a return\'s' }))
 export type OrderAction = Static<typeof OrderActionSchema>
 
-const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
+export const ShippingAddress = Type.String({ maxLength: 500, examples: ['1 Main St, Springfield'] })
 const Memo = Type.String({ maxLength: 1000, examples: ['Leave at the door'] })
 
 export const CreateOrderBody = Type.Object({

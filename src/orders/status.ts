@@ -85,13 +85,34 @@ export function deliveryBlocker (order: OrderMoney, what: 'delivery' | 'shipping
 
 const VERBS = Object.keys(VERB_TARGET) as Verb[]
 
+/** Whether some delivered goods of the order have not come back. */
+function hasReturnable (order: {
+  items?: ReadonlyArray<{ productId: number, returnedQuantity: number }>,
+  fulfillments?: ReadonlyArray<{ status: string, items: ReadonlyArray<{ productId: number, quantity: number }> }>
+}): boolean {
+  const delivered = new Map<number, number>()
+  for (const shipment of order.fulfillments ?? []) {
+    if (shipment.status !== 'DELIVERED') continue
+    for (const item of shipment.items) delivered.set(item.productId, (delivered.get(item.productId) ?? 0) + item.quantity)
+  }
+  return (order.items ?? []).some(item => (delivered.get(item.productId) ?? 0) > item.returnedQuantity)
+}
+
 /** Whether goods of the order left: then it is no longer cancelled, but its goods come back through a return (CONTRACT §15.3). */
 export const hasShipped = (order: { status: OrderStatus, fulfillment_status: OrderFulfillmentStatus }) =>
   order.status === 'CONFIRMED' && order.fulfillment_status !== 'UNFULFILLED'
 
-/** What this caller may do to the order now (ones that would change it): status verbs, then fulfil. */
+/**
+ * What this caller may do to the order now (ones that would change it): status verbs, then edit,
+ * fulfil and return (CONTRACT §15.5). `return` is offered while something delivered has not come
+ * back; the owner's RETURN_WINDOW is checked when the return is asked for.
+ */
 export function allowedActions (
-  order: OrderMoney & { customer_id: number, fulfillment_status: OrderFulfillmentStatus }, principal: Principal
+  order: OrderMoney & {
+    customer_id: number, fulfillment_status: OrderFulfillmentStatus,
+    items?: ReadonlyArray<{ productId: number, returnedQuantity: number }>,
+    fulfillments?: ReadonlyArray<{ status: string, items: ReadonlyArray<{ productId: number, quantity: number }> }>
+  }, principal: Principal
 ): OrderActionName[] {
   const caller = { isOwner: order.customer_id === principal.memberId, isAdmin: isAdmin(principal) }
   const actions: OrderActionName[] = VERBS.filter(verb =>
@@ -99,8 +120,11 @@ export function allowedActions (
     canTransition(order.status, VERB_TARGET[verb]) &&
     (verb !== 'deliver' || deliveryBlocker(order) === undefined) &&
     ((verb !== 'cancel' && verb !== 'delete') || !hasShipped(order)))
+  if ((caller.isAdmin && ['PLACED', 'PENDING', 'CONFIRMED'].includes(order.status)) ||
+    (caller.isOwner && (order.status === 'PLACED' || order.status === 'PENDING'))) actions.push('edit')
   if (caller.isAdmin && order.status === 'CONFIRMED' && order.fulfillment_status !== 'FULFILLED' && deliveryBlocker(order, 'shipping') === undefined) {
     actions.push('fulfil')
   }
+  if ((caller.isAdmin || caller.isOwner) && order.status !== 'DELETED' && hasReturnable(order)) actions.push('return')
   return actions
 }

@@ -353,6 +353,12 @@ export const REQUEST_EXAMPLES: Record<string, MediaExample> = {
   'put /api/v1/orders/{id}': one({ status: 'PLACED', memo: 'Ring twice', shippingAddress: '1 Main St, Springfield' }),
   'patch /api/v1/orders/{id}': one({ orderId: 42, memo: 'Ring twice' }),
   'patch /api/v1/admin/orders/{id}': one({ status: 'DELIVERED' }),
+  'post /api/v1/orders/{id}/edits': {
+    examples: {
+      change: { summary: 'A third bag of beans', value: { changes: [{ productId: 12, quantity: 3 }] } },
+      swap: { summary: 'No filter papers, a milk jug instead, to a new address', value: { changes: [{ productId: 15, quantity: 0 }, { productId: 21, quantity: 1 }], shippingAddress: '2 Side St, Springfield' } },
+    },
+  },
   'patch /api/v1/payments/{id}/process': one({ paymentMethodToken: 'tok_visa' }),
   'patch /api/v1/payments/{id}/refund': one({ amount: 1000 }),
   'post /api/v1/admin/webhook-endpoints': one({ url: 'https://hooks.example.com/orders', eventTypes: ['order.placed', 'order.cancelled', 'payment.refunded'], description: 'Fulfilment system' }),
@@ -373,6 +379,12 @@ export const REQUEST_EXAMPLES: Record<string, MediaExample> = {
 /** Answers that are not a named component's envelope, by `method path status`. */
 export const RESPONSE_EXAMPLES: Record<string, unknown> = {
   'get /api/v1/health 200': { success: true, data: { status: 'UP' }, error: null },
+  // A preview (?dryRun=true) of the same edit after the order was paid: 2450 more is asked for; nothing changed yet.
+  'post /api/v1/orders/{id}/edits 200': {
+    success: true,
+    data: { ...orderEdit, editId: null, fromVersion: 4, toVersion: 5, settlement: { kind: 'PAYMENT', amount: 2450, paymentId: null }, actorId: 1, actorRole: 'ADMIN' },
+    error: null,
+  },
   'patch /api/v1/payments/{id}/refund 200': {
     success: true,
     data: { ...payment, refundedAmount: 1000, status: 'PARTIALLY_REFUNDED', updatedAt: '2026-11-23T14:00:00.000Z' },
