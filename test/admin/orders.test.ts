@@ -239,7 +239,7 @@ describeEachBackend('admin: orders', (ctx) => {
 
   it('GET /admin/orders/{id} answers any customer’s order, soft-deleted ones too, with its ETag', async () => {
     const { admin, jan3, jan5 } = await fixture()
-    for (const [id, status, allowedActions] of [[jan3, 'PLACED', ['cancel', 'delete']], [jan5, 'DELETED', []]] as const) {
+    for (const [id, status, allowedActions] of [[jan3, 'PLACED', ['cancel', 'delete', 'edit']], [jan5, 'DELETED', []]] as const) {
       const res = await get(admin, `${LIST}/${id}`)
       const order = successData<OrderDetail>(res)
       assert.equal(order.status, status)
@@ -295,11 +295,11 @@ describeEachBackend('admin: orders', (ctx) => {
     assert.equal(successData<OrderDetail>(await get(unpaid.admin, unpaid.url)).status, 'CONFIRMED')
 
     const paid = await confirmed(true)
-    assert.deepEqual(successData<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete', 'fulfil'])
+    assert.deepEqual(successData<OrderDetail>(await get(paid.admin, paid.url)).allowedActions, ['cancel', 'deliver', 'delete', 'edit', 'fulfil'])
     const delivered = successData<OrderDetail>(await patch(paid.admin, paid.url, { status: 'DELIVERED' }))
     assert.equal(delivered.status, 'DELIVERED')
     assert.equal(delivered.paymentId, paid.paymentId)
-    assert.deepEqual(delivered.allowedActions, ['delete'])
+    assert.deepEqual(delivered.allowedActions, ['delete', 'return'])
     assert.deepEqual(await lastChange(paid.admin, paid.id), { from: 'CONFIRMED', to: 'DELIVERED', action: 'deliver', actorId: paid.admin.id, actorRole: 'ADMIN' })
     assertError(await patch(paid.admin, paid.url, { status: 'CANCELLED' }),
       { code: 'INVALID_ORDER_STATUS', instance: paid.url, detail: 'Cannot cancel an order that is DELIVERED.' })

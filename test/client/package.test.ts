@@ -150,7 +150,7 @@ describe('the typed client as a package another project installs', () => {
         paymentStatus: 'UNPAID',
         fulfillmentStatus: 'UNFULFILLED',
         version: 1,
-        allowedActions: ['confirm', 'cancel', 'delete'],
+        allowedActions: ['confirm', 'cancel', 'delete', 'edit'],
         createdAt,
         updatedAt,
       },

@@ -83,7 +83,7 @@ describeEachBackend('shipments with tracking', (ctx) => {
     assert.deepEqual(detail.fulfillments, [first])
     // Goods left: the owner can no longer cancel; staff may ship the rest or deliver, not cancel.
     assert.deepEqual(detail.allowedActions, [])
-    assert.deepEqual(successData<OrderDetail>(await get(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin)).allowedActions, ['deliver', 'fulfil'])
+    assert.deepEqual(successData<OrderDetail>(await get(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin)).allowedActions, ['deliver', 'edit', 'fulfil'])
     assert.deepEqual(successData<Fulfillment[]>(await get(ctx.api, `${o.orderUrl}/fulfillments`, o.owner)), [first])
     assert.deepEqual(successData<Fulfillment>(await get(ctx.api, `${o.orderUrl}/fulfillments/${first.fulfillmentId}`, o.owner)), first)
 
@@ -123,7 +123,7 @@ describeEachBackend('shipments with tracking', (ctx) => {
     assert.deepEqual(rest.items, [{ productId: o.beans, quantity: 2 }])
     let detail = successData<OrderDetail>(await get(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin))
     assert.equal(detail.fulfillmentStatus, 'FULFILLED')
-    assert.deepEqual(detail.allowedActions, ['deliver'])
+    assert.deepEqual(detail.allowedActions, ['deliver', 'edit'])
     // Nothing left to ship.
     assertError(await ship(o, {}), {
       code: 'INVALID_ORDER_STATUS', instance: shipUrl(o), detail: 'Cannot ship: every line of the order has shipped already.',
@@ -175,7 +175,7 @@ describeEachBackend('shipments with tracking', (ctx) => {
     let detail = successData<OrderDetail>(await get(ctx.api, `/api/v1/admin/orders/${o.orderId}`, o.admin))
     assert.deepEqual([detail.fulfillmentStatus, detail.items.map(i => i.fulfilledQuantity)], ['UNFULFILLED', [0, 0]])
     // Nothing shipped any more: the order may be cancelled again.
-    assert.deepEqual(detail.allowedActions, ['cancel', 'deliver', 'delete', 'fulfil'])
+    assert.deepEqual(detail.allowedActions, ['cancel', 'deliver', 'delete', 'edit', 'fulfil'])
 
     const before = await state(o)
     const again = await verb(o, lost.fulfillmentId, 'cancel')

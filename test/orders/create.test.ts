@@ -47,7 +47,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       paymentStatus: 'UNPAID',
       fulfillmentStatus: 'UNFULFILLED',
       version: 1,
-      allowedActions: ['confirm', 'cancel', 'delete'],
+      allowedActions: ['confirm', 'cancel', 'delete', 'edit'],
       createdAt: '',
       updatedAt: '',
     })

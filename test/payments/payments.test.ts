@@ -233,9 +233,10 @@ describeEachBackend('payments', (ctx) => {
       assert.equal(res.headers.etag, '"3"')
       const { data, ...envelope } = res.json()
       assert.deepEqual(envelope, { success: true, error: null })
-      const { createdAt, updatedAt, ...detail } = data
+      const { createdAt, updatedAt, fulfillments, ...detail } = data
       assert.match(createdAt, TIMESTAMP)
       assert.match(updatedAt, TIMESTAMP)
+      assert.deepEqual(fulfillments.map((f: { status: string, items: unknown }) => [f.status, f.items]), [['DELIVERED', [{ productId: o.productId, quantity: 2 }]]])
       assert.deepEqual(detail, {
         orderId: o.orderId,
         customerId: o.owner.id,
@@ -253,7 +254,7 @@ describeEachBackend('payments', (ctx) => {
         paymentStatus: status === 'COMPLETED' ? 'PAID' : 'PARTIALLY_REFUNDED',
         fulfillmentStatus: 'FULFILLED',
         version: 3,
-        allowedActions: ['delete'],
+        allowedActions: ['delete', 'return'],
       })
       assert.equal((await paymentOf(ctx.api, o)).status, status)
       assert.equal(await ctx.api.stockOf(o.productId), 8)
@@ -263,11 +264,11 @@ describeEachBackend('payments', (ctx) => {
   it('offers an admin deliver only once the payment is captured; never to the owner', async () => {
     const o = await confirmedOrder(ctx.api)
     const actions = async (who: Member) => (await get(ctx.api, o.orderUrl, who)).json().data.allowedActions
-    assert.deepEqual(await actions(o.admin), ['cancel', 'delete'])
+    assert.deepEqual(await actions(o.admin), ['cancel', 'delete', 'edit'])
     await pay(ctx.api, o, 'tok_declined')
-    assert.deepEqual(await actions(o.admin), ['cancel', 'delete'])
+    assert.deepEqual(await actions(o.admin), ['cancel', 'delete', 'edit'])
     await pay(ctx.api, o, 'tok_visa')
-    assert.deepEqual(await actions(o.admin), ['cancel', 'deliver', 'delete'])
+    assert.deepEqual(await actions(o.admin), ['cancel', 'deliver', 'delete', 'edit', 'fulfil'])
     assert.deepEqual(await actions(o.owner), ['cancel', 'delete'])
   })
 

@@ -56,7 +56,7 @@ const order: OrderDetail = {
   fulfillmentStatus: 'UNFULFILLED',
   fulfillments: [],
   version: 1,
-  allowedActions: ['confirm', 'cancel', 'delete'],
+  allowedActions: ['confirm', 'cancel', 'delete', 'edit'],
   createdAt: PLACED_AT,
   updatedAt: PLACED_AT,
 }
