@@ -5861,7 +5861,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -5925,7 +5926,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -6086,7 +6088,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -6200,7 +6203,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -6306,7 +6310,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -6865,7 +6870,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"
@@ -6976,7 +6982,8 @@ export interface operations {
                      *         "allowedActions": [
                      *           "confirm",
                      *           "cancel",
-                     *           "delete"
+                     *           "delete",
+                     *           "edit"
                      *         ],
                      *         "createdAt": "2026-11-22T09:30:00.000Z",
                      *         "updatedAt": "2026-11-22T09:30:00.000Z"

@@ -149,6 +149,7 @@ describe('the typed client as a package another project installs', () => {
         balanceDue: 4900,
         paymentStatus: 'UNPAID',
         fulfillmentStatus: 'UNFULFILLED',
+        fulfillments: [],
         version: 1,
         allowedActions: ['confirm', 'cancel', 'delete', 'edit'],
         createdAt,

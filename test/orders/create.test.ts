@@ -46,6 +46,7 @@ describeEachBackend('POST /api/v1/orders', (ctx) => {
       balanceDue: 5197,
       paymentStatus: 'UNPAID',
       fulfillmentStatus: 'UNFULFILLED',
+      fulfillments: [],
       version: 1,
       allowedActions: ['confirm', 'cancel', 'delete', 'edit'],
       createdAt: '',
