@@ -1757,8 +1757,8 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * payment.cancelled: the order was cancelled or deleted while the payment was PENDING or FAILED
-         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.cancelled` (or to all types) when the order was cancelled or deleted while the payment was PENDING or FAILED. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
+         * payment.cancelled: the order was cancelled, deleted or expired while the payment was PENDING or FAILED, or an edit lowered the total by at least what the payment still asked for
+         * @description Sent to every ACTIVE webhook endpoint subscribed to `payment.cancelled` (or to all types) when the order was cancelled, deleted or expired while the payment was PENDING or FAILED, or an edit lowered the total by at least what the payment still asked for. The body is the event object exactly as the feed (GET /api/v1/admin/events) shows it. Check the signature over the raw body before parsing it; order an order's events by `sequence`.
          */
         post: operations["paymentCancelledWebhook"];
         delete?: never;

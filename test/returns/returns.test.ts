@@ -19,9 +19,9 @@ function stable (event: Event) {
   return rest
 }
 
-/** The order as events carry it: the admin's detail without allowedActions. */
+/** The order as events carry it: the admin's detail without allowedActions and fulfillments. */
 function eventOrder (order: OrderDetail) {
-  const { allowedActions: _allowedActions, ...rest } = order
+  const { allowedActions: _allowedActions, fulfillments: _fulfillments, ...rest } = order
   return rest
 }
 

@@ -20,7 +20,7 @@ const WHEN: Record<EventType, string> = {
   'payment.succeeded': 'processing captured the payment',
   'payment.failed': 'processing was declined',
   'payment.refunded': 'a refund, partial or full (`data.refund.amount`)',
-  'payment.cancelled': 'the order was cancelled or deleted while the payment was PENDING or FAILED',
+  'payment.cancelled': 'the order was cancelled, deleted or expired while the payment was PENDING or FAILED, or an edit lowered the total by at least what the payment still asked for',
   'order.edited': 'an edit changed the order\'s lines or address (after the event of the payment it settled with, if any; `data.edit`)',
   'payment.updated': 'an edit changed the amount of the order\'s open (PENDING or FAILED) payment',
   'fulfillment.created': 'goods of the order shipped (`data.fulfillment`, with carrier and tracking when given)',
