@@ -536,6 +536,50 @@ describeEachBackend('edits, returns, refunds and shipments racing on one order (
     t.diagnostic(`[${ctx.backend}] rounds: ${timings.join(' ')}; slowest request ${slowest} ms; exclusive same-If-Match groups: ${exclusiveGroups}`)
     t.diagnostic(`[${ctx.backend}] outcomes: ${[...tally].toSorted(([x], [y]) => x.localeCompare(y)).map(([k, n]) => `${k}×${n}`).join(', ')}`)
   })
+
+  // A reproducer of a deadlock seen with RACE_SEED=99 on PostgreSQL (503 SERVICE_UNAVAILABLE from 40P01):
+  // an edit locks only the products it changes (FOR UPDATE, by id), then storeLines deletes and
+  // re-inserts every line of the order, and each insert's foreign key check takes FOR KEY SHARE on the
+  // product of a line the edit did not change, in line order, which FOR UPDATE blocks. Two orders
+  // sharing products, each edit changing the product the other one only keeps: A holds p2 and waits
+  // for p1, B holds p1 and waits for p2. Fails on PostgreSQL until the service's edits take their
+  // product locks so that the foreign key checks cannot wait on them (see the report of issue 31).
+  it('edits of two orders that share products, each changing the product the other keeps, never deadlock', async () => {
+    const api = ctx.api
+    const admin = await api.admin()
+    const owner = await api.member('owner')
+    const p1 = (await api.product(admin, { name: 'Beans', price: 500, stockQuantity: 10_000 })).productId
+    const p2 = (await api.product(admin, { name: 'Cups', price: 300, stockQuantity: 10_000 })).productId
+    const orders: number[] = []
+    for (let i = 0; i < 2; i++) {
+      const { orderId } = await api.order(owner, [{ productId: p1, quantity: 5 }, { productId: p2, quantity: 5 }])
+      orders.push(orderId)
+    }
+    const [a, b] = orders as [number, number]
+    const outcomes = new Map<string, number>()
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const read = await Promise.all(orders.map(id => api.inject({ url: `/api/v1/orders/${id}`, headers: owner.headers })))
+      const etags = read.map(res => String(res.headers.etag))
+      // Each edit moves the product it changes one up or down from what it is now.
+      const [qa, qb] = read.map((res, i) => successData<OrderDetail>(res).items.find(item => item.productId === (i === 0 ? p2 : p1))!.quantity + (attempt % 2 === 0 ? 1 : -1))
+      const answers = await Promise.all([
+        withTimeout('edit of A', api.inject({ method: 'POST', url: `/api/v1/orders/${a}/edits`, headers: { ...owner.headers, 'if-match': etags[0]! }, payload: { changes: [{ productId: p2, quantity: qa }] } })),
+        withTimeout('edit of B', api.inject({ method: 'POST', url: `/api/v1/orders/${b}/edits`, headers: { ...owner.headers, 'if-match': etags[1]! }, payload: { changes: [{ productId: p1, quantity: qb }] } })),
+      ])
+      for (const res of answers) {
+        const key = res.statusCode === 201 ? '201' : `${res.statusCode} ${res.json().error?.code}`
+        outcomes.set(key, (outcomes.get(key) ?? 0) + 1)
+      }
+    }
+    assert.deepEqual(Object.fromEntries(outcomes), { 201: 40 }, 'every edit applies: none is ended as a deadlock (503)')
+    // Stock is conserved: 10000 = stock + what both orders hold.
+    for (const productId of [p1, p2]) {
+      const stock = successData<{ stockQuantity: number }>(await api.inject({ url: `/api/v1/products/${productId}` })).stockQuantity
+      const held = (await Promise.all(orders.map(async id => successData<OrderDetail>(await api.inject({ url: `/api/v1/orders/${id}`, headers: owner.headers })))))
+        .flatMap(order => order.items).filter(item => item.productId === productId).reduce((sum, item) => sum + item.quantity, 0)
+      assert.equal(stock + held, 10_000)
+    }
+  })
 })
 
 /** What of each product was delivered: in DELIVERED fulfilments. */
