@@ -17,14 +17,17 @@ export interface LockedProduct {
 
 /**
  * Locks the products an edit changes, in id order (CONTRACT §15.6: after the order and its
- * payments), so that edits, creates and cancels never deadlock on them; by id.
+ * payments), so that edits, creates and cancels never deadlock on them; by id. FOR NO KEY UPDATE,
+ * as every product lock here: it keeps stock changes one at a time but lets the foreign-key checks
+ * of order lines (FOR KEY SHARE) through, which an edit's re-inserted lines and a new order's lines
+ * make on products other transactions hold (test/orders/after-placement-races.test.ts).
  */
 export async function lockProducts (trx: Tx, ids: readonly number[]): Promise<Map<number, LockedProduct>> {
   const { rows } = await sql<LockedProduct>`
     select p.id, p.name, p.price, p.stock_quantity, p.status from products p
     where p.id = any (${ids}::bigint[])
     order by p.id
-    for update`.execute(trx)
+    for no key update`.execute(trx)
   return new Map(rows.map(row => [row.id, row]))
 }
 

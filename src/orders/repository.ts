@@ -239,7 +239,7 @@ function placeOrderSql (v: PlaceOrderValues, withKey: boolean): RawBuilder<Place
       where p.id = any (${v.productIds}::bigint[]) and not exists (select from key_stored)
         and (select count(*) from member_gate) >= 0
       order by p.id
-      for update
+      for no key update
     ),
     checked as materialized (
       select v.position, v.product_id, v.quantity, l.name as product_name, l.price as unit_price,
@@ -331,7 +331,7 @@ export async function releaseStock (trx: Tx, orderId: number): Promise<void> {
   await sql`
     select p.id from products p
     where p.id in (select product_id from order_items where order_id = ${orderId})
-    order by p.id for update`.execute(trx)
+    order by p.id for no key update`.execute(trx)
   await sql`
     update products p set stock_quantity = least(p.stock_quantity::bigint + i.quantity, ${MAX_STOCK}), updated_at = now()
     from order_items i where i.order_id = ${orderId} and p.id = i.product_id`.execute(trx)

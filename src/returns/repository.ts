@@ -127,7 +127,7 @@ export async function recordReceipt (trx: Tx, id: number, lines: ReadonlyArray<{
 export async function restock (trx: Tx, lines: ReadonlyArray<{ productId: number, quantity: number }>): Promise<void> {
   if (lines.length === 0) return
   const ids = lines.map(line => line.productId)
-  await sql`select p.id from products p where p.id = any (${ids}::bigint[]) order by p.id for update`.execute(trx)
+  await sql`select p.id from products p where p.id = any (${ids}::bigint[]) order by p.id for no key update`.execute(trx)
   await sql`
     update products p set stock_quantity = least(p.stock_quantity::bigint + t.quantity, ${MAX_STOCK}), updated_at = now()
     from unnest(${ids}::bigint[], ${lines.map(line => line.quantity)}::integer[]) as t (product_id, quantity)

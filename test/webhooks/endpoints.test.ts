@@ -118,7 +118,7 @@ describeEachBackend('webhook endpoints (admin)', (ctx) => {
       code: 'VALIDATION_FAILED',
       instance: BASE,
       detail: body,
-      invalidParams: [{ field: 'eventTypes[0]', message: /^must be one of order\.placed, order\.confirmed, .*, payment\.cancelled$/ }],
+      invalidParams: [{ field: 'eventTypes[0]', message: /^must be one of order\.placed, order\.confirmed, .*, payment\.cancelled, .*, return\.cancelled$/ }],
     })
     const created = (await create(ctx.api, admin, { url: 'https://example.com/' })).json().data
     const url = `${BASE}/${created.endpointId}`
@@ -133,7 +133,9 @@ describeEachBackend('webhook endpoints (admin)', (ctx) => {
     const admin = await ctx.api.admin()
     const body = 'The request body has invalid parameters.'
     const types = ['order.placed', 'order.confirmed', 'order.cancelled', 'order.expired', 'order.delivered', 'order.deleted',
-      'order.updated', 'payment.created', 'payment.succeeded', 'payment.failed', 'payment.refunded', 'payment.cancelled']
+      'order.updated', 'payment.created', 'payment.succeeded', 'payment.failed', 'payment.refunded', 'payment.cancelled',
+      'order.edited', 'payment.updated', 'fulfillment.created', 'fulfillment.delivered', 'fulfillment.cancelled',
+      'return.requested', 'return.received', 'return.rejected', 'return.cancelled']
     const cases: Array<[Record<string, unknown>, Array<{ field: string, message: string }>]> = [
       [{ eventTypes: ['order.placed', 'order.shipped'] }, [{ field: 'eventTypes[1]', message: `must be one of ${types.join(', ')}` }]],
       [{ eventTypes: 'order.placed' }, [{ field: 'eventTypes', message: 'must be an array or null' }]],
