@@ -35,6 +35,23 @@ export interface ModelLine {
   restocked: number
 }
 
+export type FulfilmentStatus = 'SHIPPED' | 'DELIVERED' | 'CANCELLED'
+/** One shipment (CONTRACT §15.3): what it holds, by product index. */
+export interface ModelFulfilment {
+  id: number
+  status: FulfilmentStatus
+  items: Array<{ product: number, quantity: number }>
+}
+
+export type ReturnStatus = 'REQUESTED' | 'RECEIVED' | 'REJECTED' | 'CANCELLED'
+/** One return (CONTRACT §15.4): the lines asked for, and once RECEIVED what came back and the refund. */
+export interface ModelReturn {
+  id: number
+  status: ReturnStatus
+  items: Array<{ product: number, quantity: number, received: number | null, restock: boolean | null }>
+  refundAmount: number | null
+}
+
 export interface ModelOrder {
   id: number
   /** Index into Real.members. */
@@ -47,6 +64,10 @@ export interface ModelOrder {
   events: string[]
   /** Bumped by every change of the order itself (not by a change of a payment alone). */
   version: number
+  /** Oldest first, as the detail lists them. */
+  fulfilments: ModelFulfilment[]
+  /** Oldest first. */
+  returns: ModelReturn[]
 }
 
 export interface ProductSpec { price: number, stock: number }
@@ -67,13 +88,9 @@ export interface Real {
   members: Member[]
   /** The product ids of this run, by Model.products index. */
   productIds: number[]
+  /** The feed as read so far in this run, and where to go on reading it. */
+  feed: { events: Event[], cursor?: string }
 }
-
-/**
- * What the one-step deliver (§3's `PATCH /admin/orders/{id} {status: DELIVERED}`) of an order with
- * nothing shipped yet announces (CONTRACT §15.7).
- */
-export const ONE_STEP_DELIVER_EVENTS: readonly string[] = ['fulfillment.created', 'fulfillment.delivered', 'order.delivered']
 
 // ---- Figures derived from the model (CONTRACT §15.1, §15.7) ----
 
@@ -107,6 +124,52 @@ export function paymentStatusOf (o: ModelOrder): string {
   if (refunded > 0) return 'PARTIALLY_REFUNDED'
   return 'PAID'
 }
+
+/**
+ * Why the order may not be delivered or shipped now (CONTRACT §15.1, §15.7: balanceDue 0 and
+ * paymentStatus PAID or PARTIALLY_REFUNDED), as the service words it; undefined when it may.
+ */
+export function deliveryBlockerOf (o: ModelOrder, what: 'delivery' | 'shipping' = 'delivery'): string | undefined {
+  const status = paymentStatusOf(o)
+  if (owedOf(o) > 0) return `its balanceDue is ${balanceDueOf(o)} (paymentStatus ${status}); ${what} needs it paid in full`
+  if (status !== 'PAID' && status !== 'PARTIALLY_REFUNDED') return `its paymentStatus is ${status}; ${what} needs PAID or PARTIALLY_REFUNDED`
+  return undefined
+}
+
+/** What captured money is left to refund, over all payments (CONTRACT §15.4's "still refundable"). */
+export const refundableOf = (o: ModelOrder) => sum(o.payments.filter(isRefundable).map(leftOf))
+
+/**
+ * A refund of `amount` across the order's payments, newest captured first (CONTRACT §15.1, §15.7):
+ * one `payment.refunded` per payment touched; returns the first payment touched (null for 0).
+ */
+export function refundAcross (o: ModelOrder, amount: number, reason: RefundReason): number | null {
+  let left = amount
+  let first: number | null = null
+  for (const p of o.payments.toReversed()) {
+    if (left === 0) break
+    if (!isRefundable(p)) continue
+    const part = Math.min(left, leftOf(p))
+    p.refunds.push({ amount: part, reason })
+    p.status = leftOf(p) === 0 ? 'REFUNDED' : 'PARTIALLY_REFUNDED'
+    o.events.push('payment.refunded')
+    first ??= p.id
+    left -= part
+  }
+  assert.equal(left, 0, `order ${o.id}: the model refunds ${amount} but only ${amount - left} is refundable`)
+  return first
+}
+
+/** Of product `index` on the order: delivered (in DELIVERED shipments) and in open (REQUESTED) returns. */
+export const deliveredOf = (o: ModelOrder, index: number) =>
+  sum(o.fulfilments.filter(f => f.status === 'DELIVERED').flatMap(f => f.items).filter(i => i.product === index).map(i => i.quantity))
+export const inOpenReturnsOf = (o: ModelOrder, index: number) =>
+  sum(o.returns.filter(r => r.status === 'REQUESTED').flatMap(r => r.items).filter(i => i.product === index).map(i => i.quantity))
+/** What of the line may still be asked back (CONTRACT §15.4): delivered − returned − in open returns. */
+export const returnableOf = (o: ModelOrder, line: ModelLine) => deliveredOf(o, line.product) - line.returned - inOpenReturnsOf(o, line.product)
+
+/** Goods left (CONTRACT §15.3): a CONFIRMED order that is not UNFULFILLED can no longer be cancelled or deleted. */
+export const hasShipped = (o: ModelOrder) => o.status === 'CONFIRMED' && fulfillmentStatusOf(o) !== 'UNFULFILLED'
 
 export function fulfillmentStatusOf (o: ModelOrder): string {
   if (o.lines.every(l => l.shipped === 0)) return 'UNFULFILLED'
@@ -162,6 +225,19 @@ export function settlePayments (o: ModelOrder): void {
 
 const get = (r: Real, url: string) => r.api.inject({ method: 'GET', url, headers: r.admin.headers })
 
+/**
+ * An open bug (test/model/counterexamples.test.ts, "keeps a cancelled shipment's items …"): the
+ * service lists a shipment's items only for products still on the order, so a cancelled shipment of
+ * a line an edit then removed shows `items: []`. While true, the model expects what the service shows,
+ * so that runs go on finding other bugs; set it to false once the service is fixed.
+ */
+export const OPEN_BUG_SHIPMENT_ITEMS_FOLLOW_LINES = true
+
+const linePosition = (o: ModelOrder, product: number) => {
+  const at = o.lines.findIndex(l => l.product === product)
+  return at === -1 ? o.lines.length : at
+}
+
 /** The order as the model says an admin reads it (the fields the model knows). */
 export function expectedDetail (m: Model, r: Real, o: ModelOrder) {
   return {
@@ -175,6 +251,14 @@ export function expectedDetail (m: Model, r: Real, o: ModelOrder) {
       lineTotal: l.quantity * l.unitPrice,
       fulfilledQuantity: l.shipped,
       returnedQuantity: l.returned,
+    })),
+    fulfillments: o.fulfilments.map(f => ({
+      fulfillmentId: f.id,
+      status: f.status,
+      // What the shipment holds, in the order's line order (a line the order no longer has, last).
+      items: f.items.filter(i => !OPEN_BUG_SHIPMENT_ITEMS_FOLLOW_LINES || o.lines.some(l => l.product === i.product))
+        .toSorted((a, b) => linePosition(o, a.product) - linePosition(o, b.product))
+        .map(i => ({ productId: r.productIds[i.product]!, quantity: i.quantity })),
     })),
     totalAmount: totalOf(o),
     paymentId: o.payments[0]?.id ?? null,
@@ -193,6 +277,7 @@ const knownFields = (detail: OrderDetail) => ({
   customerId: detail.customerId,
   status: detail.status,
   items: detail.items.map(({ productName: _name, ...item }) => item),
+  fulfillments: detail.fulfillments.map(f => ({ fulfillmentId: f.fulfillmentId, status: f.status, items: f.items })),
   totalAmount: detail.totalAmount,
   paymentId: detail.paymentId,
   payments: detail.payments,
@@ -216,6 +301,7 @@ function assertBooksBalance (detail: OrderDetail, where: string): void {
   const captured = detail.payments.filter(p => CAPTURED.includes(p.status as PaymentStatus))
   assert.equal(detail.paidAmount, sum(captured.map(p => p.amount)), `${where}: paidAmount is what the payments captured`)
   assert.equal(detail.refundedAmount, sum(detail.payments.map(p => p.refundedAmount)), `${where}: refundedAmount is what the payments gave back`)
+  assert.ok(detail.refundedAmount <= detail.paidAmount, `${where}: refunded ${detail.refundedAmount}, more than the ${detail.paidAmount} captured`)
   if (detail.status === 'CANCELLED' || detail.status === 'DELETED') {
     assert.equal(detail.balanceDue, 0, `${where}: nothing is due on a ${detail.status} order`)
     assert.deepEqual(detail.payments.filter(p => p.status === 'PENDING' || p.status === 'FAILED'), [], `${where}: an ended order has no open payment`)
@@ -228,25 +314,45 @@ function assertBooksBalance (detail: OrderDetail, where: string): void {
   }
 }
 
-/** Every event of this run, oldest first, read through the feed once it has settled. */
+/**
+ * Every event of this run, oldest first, read through the feed once it has settled: what is new
+ * since the last read, following nextCursor as a tailing consumer does (so each event must come
+ * exactly once).
+ */
 async function readFeed (r: Real): Promise<Event[]> {
   await feedSettled(r.api.app)
-  const events: Event[] = []
-  let cursor: string | undefined
   for (;;) {
     const slice = successData<{ content: Event[], hasNext: boolean, nextCursor: string }>(
-      await r.api.get('/api/v1/admin/events', { size: 100, ...(cursor ? { cursor } : {}) }, r.admin))
-    events.push(...slice.content)
-    if (!slice.hasNext) return events
-    cursor = slice.nextCursor
+      await r.api.get('/api/v1/admin/events', { size: 100, ...(r.feed.cursor ? { cursor: r.feed.cursor } : {}) }, r.admin))
+    r.feed.events.push(...slice.content)
+    r.feed.cursor = slice.nextCursor
+    if (!slice.hasNext) return r.feed.events
   }
 }
 
+/** A return as the model has it, in the fields it knows. */
+const expectedReturn = (r: Real, ret: ModelReturn) => ({
+  returnId: ret.id,
+  status: ret.status,
+  items: ret.items.map(i => ({ productId: r.productIds[i.product]!, quantity: i.quantity, receivedQuantity: i.received, restock: i.restock })),
+  refundAmount: ret.refundAmount,
+})
+
+interface ReturnRead {
+  returnId: number
+  status: string
+  items: Array<{ productId: number, quantity: number, receivedQuantity: number | null, restock: boolean | null }>
+  refundAmount: number | null
+}
+
 /**
- * After every step: each order as the model has it (status, lines, money, payments, version),
- * the books-balance identity from the API's own figures, stock conserved per product, and each
- * order's events numbered 1..n without gaps, one per change the model predicts, the last showing
- * the order as it is now.
+ * After every step: each order as the model has it (status, lines with what shipped and came back,
+ * money, payments, shipments, version) and its returns; the books-balance identities from the API's
+ * own figures (CONTRACT §15.1: balanceDue = totalAmount − credited − (paid − refunded), with credited
+ * summed from the feed's GOODWILL and RETURN refunds, and = the open payments); every refund in the
+ * feed as the model has it (payment, amount, reason); stock conserved per product; and each order's
+ * events numbered 1..n without gaps, exactly those the model predicts, the last showing the order as
+ * it is now.
  */
 export async function checkBooks (m: Model, r: Real, step: string): Promise<void> {
   const details = new Map<number, OrderDetail>()
@@ -256,6 +362,13 @@ export async function checkBooks (m: Model, r: Real, step: string): Promise<void
     assert.deepEqual(knownFields(detail), expectedDetail(m, r, o), `${where}: the order as the model has it`)
     assertBooksBalance(detail, where)
     details.set(o.id, detail)
+    // The returns, read where the model has any (a return it does not know would show as an event).
+    if (o.returns.length > 0) {
+      const returns = successData<ReturnRead[]>(await get(r, `/api/v1/orders/${o.id}/returns`))
+      assert.deepEqual(returns.map(({ returnId, status, items, refundAmount }) => ({
+        returnId, status, items: items.map(({ productId, quantity, receivedQuantity, restock }) => ({ productId, quantity, receivedQuantity, restock })), refundAmount,
+      })), o.returns.map(ret => expectedReturn(r, ret)), `${where}: the returns as the model has them`)
+    }
   }
 
   const products = successData<{ content: Array<{ productId: number, stockQuantity: number }> }>(
@@ -276,8 +389,20 @@ export async function checkBooks (m: Model, r: Real, step: string): Promise<void
     const events = byOrder.get(o.id) ?? []
     assert.deepEqual(events.map(e => e.sequence), events.map((_, i) => i + 1), `${where}: sequence 1..n without gaps`)
     assert.deepEqual(events.map(e => e.type), o.events, `${where}: one event per change, in order`)
+    // Every refund, by payment, as the model has it; and the identity of §15.1 with what the feed says was credited.
+    const refunds = events.filter(e => e.type === 'payment.refunded')
+    for (const p of o.payments) {
+      assert.deepEqual(refunds.filter(e => e.data.payment?.paymentId === p.id).map(e => e.data.refund && { amount: e.data.refund.amount, reason: e.data.refund.reason }),
+        p.refunds, `${where}: the refunds of payment ${p.id}`)
+    }
+    const detail = details.get(o.id)!
+    if (detail.status !== 'CANCELLED' && detail.status !== 'DELETED') {
+      const credited = sum(refunds.map(e => e.data.refund!).filter(f => f.reason === 'GOODWILL' || f.reason === 'RETURN').map(f => f.amount))
+      assert.equal(detail.balanceDue, detail.totalAmount - credited - (detail.paidAmount - detail.refundedAmount),
+        `${where}: balanceDue = totalAmount ${detail.totalAmount} − credited ${credited} − (paid ${detail.paidAmount} − refunded ${detail.refundedAmount})`)
+    }
     // The last event carries the order as its last change committed it, which is how it is now.
-    const { allowedActions: _actions, fulfillments: _shipments, ...now } = details.get(o.id)!
+    const { allowedActions: _actions, fulfillments: _shipments, ...now } = detail
     assert.deepEqual(events.at(-1)?.data.order, now, `${where}: the last event shows the order as it is`)
   }
 }

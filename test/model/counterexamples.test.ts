@@ -3,10 +3,11 @@ import { it } from 'node:test'
 import { sql } from 'kysely'
 import type { Event } from '../../src/events/schemas.js'
 import { describeEachBackend, feedSettled, successData, type Api } from '../helper.js'
-import { confirmedOrder, patch } from '../payments/fixtures.js'
+import { confirmedOrder, get, patch } from '../payments/fixtures.js'
 
 // Bugs the model-based test (books.test.ts) found, each kept as an ordinary test with the seed that
-// found it, and fixed.
+// found it. One still open is marked `todo` (it runs and reports, but does not fail the suite) until
+// the service is fixed; then the `todo` goes, and so does the model's allowance for it.
 
 /** The id the next transaction will get, read without keeping one. */
 async function nextXid (api: Api): Promise<bigint> {
@@ -59,5 +60,44 @@ describeEachBackend('counterexamples found by the model-based test', (ctx) => {
     const expected = [[1, 'order.placed'], [2, 'payment.created'], [3, 'order.confirmed'], [4, 'payment.succeeded'], [5, 'payment.refunded']]
     assert.deepEqual(await read(100), expected, 'one page, oldest first')
     assert.deepEqual(await read(1), expected, 'page by page, following nextCursor: each event once')
+  })
+
+  // Found with the model's commands run in this order (no random seed: 1,300 random runs of 100 and
+  // 150 commands did not reach it; the model allows for it through OPEN_BUG_SHIPMENT_ITEMS_FOLLOW_LINES
+  // in books-model.ts): PlaceOrder(2 × A, 1 × B), Confirm, Pay, Fulfil(1 × A), CancelFulfilment,
+  // EditOrder(A −2, by admin; REFUND 200). The cancelled shipment still held 1 × A, but the
+  // order's detail then lists it with `items: []` (and GET …/fulfillments and …/fulfillments/{id} too):
+  // src/fulfillments/repository.ts lists a shipment's items by joining order_items on the product, to
+  // sort them by line position, so the items of a line the order no longer has drop out (and come back,
+  // in a new place, if an edit adds the product again). Still open: the service code is not changed here.
+  it('keeps a cancelled shipment\'s items after an edit removes their line', { todo: 'open bug: shipment items join order_items (src/fulfillments/repository.ts)' }, async () => {
+    const admin = await ctx.api.admin()
+    const owner = await ctx.api.member('owner')
+    const a = (await ctx.api.product(admin, { price: 100, stockQuantity: 10 })).productId
+    const b = (await ctx.api.product(admin, { price: 30, stockQuantity: 10 })).productId
+    const { orderId } = await ctx.api.order(owner, [{ productId: a, quantity: 2 }, { productId: b, quantity: 1 }])
+    const orderUrl = `/api/v1/orders/${orderId}`
+    successData(await patch(ctx.api, `${orderUrl}/confirm`, owner))
+    const paymentId = successData<{ paymentId: number }>(await get(ctx.api, orderUrl, owner)).paymentId
+    successData(await patch(ctx.api, `/api/v1/payments/${paymentId}/process`, owner, { paymentMethodToken: 'tok_visa' }))
+    const shipped = await ctx.api.inject({
+      method: 'POST', url: `/api/v1/admin/orders/${orderId}/fulfillments`, headers: admin.headers, payload: { items: [{ productId: a, quantity: 1 }] },
+    })
+    assert.equal(shipped.statusCode, 201, shipped.body)
+    const fulfillmentId = shipped.json().data.fulfillmentId as number
+    successData(await patch(ctx.api, `/api/v1/admin/orders/${orderId}/fulfillments/${fulfillmentId}/cancel`, admin))
+    const version = successData<{ version: number }>(await get(ctx.api, orderUrl, admin)).version
+    const edited = await ctx.api.inject({
+      method: 'POST', url: `${orderUrl}/edits`, headers: { ...admin.headers, 'if-match': `"${version}"` }, payload: { changes: [{ productId: a, quantity: 0 }] },
+    })
+    assert.equal(edited.statusCode, 201, edited.body)
+
+    const held = [{ productId: a, quantity: 1 }]
+    const detail = successData<{ items: Array<{ productId: number }>, fulfillments: Array<{ fulfillmentId: number, status: string, items: unknown }> }>(
+      await get(ctx.api, orderUrl, admin))
+    assert.deepEqual(detail.items.map(item => item.productId), [b], 'the edit removed the line of A')
+    assert.deepEqual(detail.fulfillments.map(f => [f.fulfillmentId, f.status, f.items]), [[fulfillmentId, 'CANCELLED', held]], 'the detail')
+    assert.deepEqual(successData<Array<{ items: unknown }>>(await get(ctx.api, `${orderUrl}/fulfillments`, admin)).map(f => f.items), [held], 'the list')
+    assert.deepEqual(successData<{ items: unknown }>(await get(ctx.api, `${orderUrl}/fulfillments/${fulfillmentId}`, admin)).items, held, 'the shipment')
   })
 })
