@@ -105,8 +105,8 @@ export async function findFulfillment (db: Db, orderId: number, id: string | num
 export const fulfillmentsJson = (alias: string) => sql<Fulfillment[]>`coalesce((
   select json_agg(json_build_object(
     'fulfillmentId', f.id, 'orderId', f.order_id, 'status', f.status,
-    'items', (select json_agg(json_build_object('productId', fi.product_id, 'quantity', fi.quantity) order by i.position)
-      from fulfillment_items fi join order_items i on i.order_id = f.order_id and i.product_id = fi.product_id
+    'items', (select json_agg(json_build_object('productId', fi.product_id, 'quantity', fi.quantity) order by i.position nulls last, fi.product_id)
+      from fulfillment_items fi left join order_items i on i.order_id = f.order_id and i.product_id = fi.product_id
       where fi.fulfillment_id = f.id),
     'carrier', f.carrier, 'trackingNumber', f.tracking_number, 'trackingUrl', f.tracking_url,
     'shippedAt', to_char(f.shipped_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
@@ -118,8 +118,8 @@ export const fulfillmentsJson = (alias: string) => sql<Fulfillment[]>`coalesce((
 export async function listFulfillments (db: Db, orderId: number, only?: number): Promise<Fulfillment[]> {
   const { rows } = await sql<FulfillmentRow & { items: Fulfillment['items'] }>`
     select f.*, coalesce((
-      select json_agg(json_build_object('productId', fi.product_id, 'quantity', fi.quantity) order by i.position)
-      from fulfillment_items fi join order_items i on i.order_id = f.order_id and i.product_id = fi.product_id
+      select json_agg(json_build_object('productId', fi.product_id, 'quantity', fi.quantity) order by i.position nulls last, fi.product_id)
+      from fulfillment_items fi left join order_items i on i.order_id = f.order_id and i.product_id = fi.product_id
       where fi.fulfillment_id = f.id), '[]'::json) as items
     from fulfillments f where f.order_id = ${orderId}${only === undefined ? sql`` : sql` and f.id = ${only}`}
     order by f.id`.execute(db)

@@ -109,7 +109,8 @@ export const hasShipped = (order: { status: OrderStatus, fulfillment_status: Ord
  */
 export function allowedActions (
   order: OrderMoney & {
-    customer_id: number, fulfillment_status: OrderFulfillmentStatus,
+    customer_id: number,
+    fulfillment_status: OrderFulfillmentStatus,
     items?: ReadonlyArray<{ productId: number, returnedQuantity: number }>,
     fulfillments?: ReadonlyArray<{ status: string, items: ReadonlyArray<{ productId: number, quantity: number }> }>
   }, principal: Principal

@@ -6,8 +6,7 @@ import { describeEachBackend, feedSettled, successData, type Api } from '../help
 import { confirmedOrder, get, patch } from '../payments/fixtures.js'
 
 // Bugs the model-based test (books.test.ts) found, each kept as an ordinary test with the seed that
-// found it. One still open is marked `todo` (it runs and reports, but does not fail the suite) until
-// the service is fixed; then the `todo` goes, and so does the model's allowance for it.
+// found it (or the commands that reach it), each fixed.
 
 /** The id the next transaction will get, read without keeping one. */
 async function nextXid (api: Api): Promise<bigint> {
@@ -63,14 +62,13 @@ describeEachBackend('counterexamples found by the model-based test', (ctx) => {
   })
 
   // Found with the model's commands run in this order (no random seed: 1,300 random runs of 100 and
-  // 150 commands did not reach it; the model allows for it through OPEN_BUG_SHIPMENT_ITEMS_FOLLOW_LINES
-  // in books-model.ts): PlaceOrder(2 × A, 1 × B), Confirm, Pay, Fulfil(1 × A), CancelFulfilment,
+  // 150 commands did not reach it): PlaceOrder(2 × A, 1 × B), Confirm, Pay, Fulfil(1 × A), CancelFulfilment,
   // EditOrder(A −2, by admin; REFUND 200). The cancelled shipment still held 1 × A, but the
   // order's detail then lists it with `items: []` (and GET …/fulfillments and …/fulfillments/{id} too):
-  // src/fulfillments/repository.ts lists a shipment's items by joining order_items on the product, to
-  // sort them by line position, so the items of a line the order no longer has drop out (and come back,
-  // in a new place, if an edit adds the product again). Still open: the service code is not changed here.
-  it('keeps a cancelled shipment\'s items after an edit removes their line', { todo: 'open bug: shipment items join order_items (src/fulfillments/repository.ts)' }, async () => {
+  // src/fulfillments/repository.ts listed a shipment's items by joining order_items on the product, to
+  // sort them by line position, so the items of a line the order no longer has dropped out. They are
+  // now listed in line order, and those of lines no longer on the order after them, by product.
+  it('keeps a cancelled shipment\'s items after an edit removes their line', async () => {
     const admin = await ctx.api.admin()
     const owner = await ctx.api.member('owner')
     const a = (await ctx.api.product(admin, { price: 100, stockQuantity: 10 })).productId
